@@ -1,0 +1,213 @@
+"""Aggregates over scored ExBind cases (SPEC §5, §11; paper §5-6, A.6-A.9).
+
+Input is a list of per-case records from :func:`exbind_scoring.score_prediction`; output
+is plain JSON-serializable Python (ints, floats, strings, lists, dicts, None). An undefined
+rate is None, never NaN, and n = 0 never raises.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from scipy.stats import binomtest
+
+try:  # inside evaluate's module cache this file sits in a package beside exbind_scoring
+    from .exbind_scoring import CANONICAL_DIMENSION, CANONICAL_DIMENSIONS, DECLARED_ORDERS, FIRST_VIOLATION_LABELS
+except ImportError:  # imported from the repository root
+    from exbind_scoring import CANONICAL_DIMENSION, CANONICAL_DIMENSIONS, DECLARED_ORDERS, FIRST_VIOLATION_LABELS
+
+# Cross-format pair types and their transition direction (SPEC §11: svg -> canvas, tree -> dom).
+PAIR_TYPES = {"svg-canvas": ("svg", "canvas"), "tree-dom": ("tree", "dom")}
+
+
+def rate(k: int, n: int):
+    """``k / n`` as a float, or None when ``n == 0``."""
+    return k / n if n else None
+
+
+def wilson_interval(k: int, n: int, confidence: float = 0.95):
+    """Wilson score interval for a binomial proportion (paper A.6).
+
+    Args:
+        k: successes, ``0 <= k <= n``.
+        n: trials.
+        confidence: two-sided level in (0, 1).
+
+    Returns:
+        ``[low, high]`` floats in [0, 1] (e.g. 191/250 -> [0.708, 0.812] to three
+        decimals, 0/50 -> [0.000, 0.071]), or None when ``n == 0``.
+
+    Raises:
+        ValueError: when ``k`` is outside ``[0, n]``.
+    """
+    if n == 0:
+        return None
+    if not 0 <= k <= n:
+        raise ValueError(f"k={k} must lie in [0, n={n}]")
+    ci = binomtest(k, n).proportion_ci(confidence_level=confidence, method="wilson")
+    return [float(max(0.0, ci.low)), float(min(1.0, ci.high))]
+
+
+def proportion(k: int, n: int) -> dict:
+    """``{"k", "n", "rate", "ci"}`` with the Wilson interval."""
+    return {"k": k, "n": n, "rate": rate(k, n), "ci": wilson_interval(k, n)}
+
+
+def _headline(records: list[dict]) -> dict:
+    n = len(records)
+    n_valid = sum(r["status"] == "valid" for r in records)
+    n_exact = sum(r["scores"]["exact"] for r in records)
+    return {
+        "n": n,
+        "n_valid": n_valid,
+        "validity": rate(n_valid, n),
+        "n_exact": n_exact,
+        "exact_accuracy": rate(n_exact, n),
+        "exact_accuracy_ci": wilson_interval(n_exact, n),
+    }
+
+
+def _breakdown(records: list[dict], field: str) -> dict:
+    groups: dict[str, list[dict]] = {}
+    for r in records:
+        if r.get(field) is not None:
+            groups.setdefault(r[field], []).append(r)
+    return {key: _headline(groups[key]) for key in sorted(groups)}
+
+
+def _stage_accuracy(records: list[dict]) -> dict:
+    correct: Counter = Counter()
+    applicable: Counter = Counter()
+    for r in records:
+        for stage, score in r["scores"].items():
+            applicable[stage] += 1
+            correct[stage] += score
+    return {s: {"correct": correct[s], "applicable": applicable[s], "accuracy": rate(correct[s], applicable[s])}
+            for s in sorted(applicable)}
+
+
+def _dimension_accuracy(records: list[dict]) -> dict:
+    correct = {d: 0 for d in CANONICAL_DIMENSIONS}
+    applicable = {d: 0 for d in CANONICAL_DIMENSIONS}
+    for r in records:
+        for stage, score in r["scores"].items():
+            dim = CANONICAL_DIMENSION[stage]
+            applicable[dim] += 1
+            correct[dim] += score
+    return {d: {"correct": correct[d], "applicable": applicable[d], "accuracy": rate(correct[d], applicable[d])}
+            for d in CANONICAL_DIMENSIONS}
+
+
+def _first_violation_profile(records: list[dict]) -> dict:
+    """Opportunity-normalized first violations (paper Table 15)."""
+    counts = Counter(r["first_violation"] for r in records)
+    opportunities: Counter = Counter()
+    for r in records:
+        for stage in r["scores"]:
+            opportunities[stage] += 1
+    n = len(records)
+    out = {}
+    for label in FIRST_VIOLATION_LABELS:
+        opp = n if label == "none" else opportunities[label]
+        out[label] = {"count": counts[label], "opportunities": opp, "rate": rate(counts[label], opp)}
+    return out
+
+
+def _survival(records: list[dict]) -> dict:
+    """S(k) per family along its declared order; a stage that does not apply counts as passed."""
+    out = {}
+    for family, order in DECLARED_ORDERS.items():
+        fam = [r for r in records if r["family"] == family]
+        if not fam:
+            continue
+        curve = []
+        alive = fam
+        for stage in order:
+            alive = [r for r in alive if r["scores"].get(stage, 1) == 1]
+            curve.append({"stage": stage, "surviving": len(alive), "n": len(fam), "rate": rate(len(alive), len(fam))})
+        out[family] = curve
+    return out
+
+
+def _latent_answer(record: dict):
+    latent = record.get("predicted_latent")
+    if record["status"] != "valid" or not latent:
+        return None
+    if "entity" in latent:
+        return latent["entity"]
+    return (latent.get("source"), latent.get("target"))
+
+
+def cross_format_consistency(records: list[dict]) -> dict:
+    """Semantic consistency and first-violation transitions per pair type (paper §6.5, A.8).
+
+    A group (shared ``group_id``) is complete when both surfaces of its pair type are
+    present; it is consistent when both predictions are valid and map to the same latent
+    answer (surface ids need not match). Transitions are keyed
+    ``"<first violation a>-><first violation b>"`` in the direction svg->canvas, tree->dom.
+
+    Returns:
+        ``{pair: {"groups", "consistent", "rate", "incomplete_groups", "transitions"}}``
+        for each pair type that has at least one grouped record.
+    """
+    by_group: dict[str, dict[str, dict]] = {}
+    for r in records:
+        if r.get("group_id"):
+            by_group.setdefault(r["group_id"], {})[r["format"]] = r
+    out = {}
+    for pair, (fa, fb) in PAIR_TYPES.items():
+        members = {g: m for g, m in by_group.items() if fa in m or fb in m}
+        if not members:
+            continue
+        complete = [m for m in members.values() if fa in m and fb in m]
+        consistent = 0
+        transitions: Counter = Counter()
+        for m in complete:
+            a, b = _latent_answer(m[fa]), _latent_answer(m[fb])
+            consistent += int(a is not None and a == b)
+            transitions[f"{m[fa]['first_violation']}->{m[fb]['first_violation']}"] += 1
+        out[pair] = {
+            "groups": len(complete),
+            "consistent": consistent,
+            "rate": rate(consistent, len(complete)),
+            "incomplete_groups": len(members) - len(complete),
+            "transitions": dict(sorted(transitions.items())),
+        }
+    return out
+
+
+def aggregate(records: list[dict]) -> dict:
+    """All aggregate metrics over scored cases (SPEC §5).
+
+    Returns:
+        ``n``, ``n_valid``, ``validity``, ``n_exact``, ``exact_accuracy``,
+        ``exact_accuracy_ci`` (Wilson 95% ``[low, high]``), ``errors_after_validity``,
+        ``first_violation_counts``, ``first_violation_profile`` (with opportunity
+        denominators), ``violation_set_counts`` (key: ``"+"``-joined set or ``"{}"``),
+        ``possible_first_violations`` (counts), ``stage_accuracy`` and
+        ``dimension_accuracy`` (``{name: {"correct", "applicable", "accuracy"}}``; an
+        inapplicable dimension has ``applicable`` 0 and ``accuracy`` None),
+        ``applicability`` ({canonical dimension: applicable count}, paper Table 14),
+        ``survival``, ``by_format``, ``by_family``, ``by_condition``,
+        ``cross_format_consistency``, ``parse_paths``, ``statuses``.
+    """
+    out = _headline(records)
+    out["errors_after_validity"] = out["n_valid"] - out["n_exact"]
+    first = Counter(r["first_violation"] for r in records)
+    out["first_violation_counts"] = {label: first[label] for label in FIRST_VIOLATION_LABELS}
+    out["first_violation_profile"] = _first_violation_profile(records)
+    sets = Counter("+".join(r["violations"]) or "{}" for r in records)
+    out["violation_set_counts"] = dict(sorted(sets.items()))
+    possible = Counter(label for r in records for label in r["possible_first_violations"])
+    out["possible_first_violations"] = {label: possible[label] for label in FIRST_VIOLATION_LABELS}
+    out["stage_accuracy"] = _stage_accuracy(records)
+    out["dimension_accuracy"] = _dimension_accuracy(records)
+    out["applicability"] = {d: v["applicable"] for d, v in out["dimension_accuracy"].items()}
+    out["survival"] = _survival(records)
+    out["by_format"] = _breakdown(records, "format")
+    out["by_family"] = _breakdown(records, "family")
+    out["by_condition"] = _breakdown(records, "condition")
+    out["cross_format_consistency"] = cross_format_consistency(records)
+    out["parse_paths"] = dict(sorted(Counter(r["parse_path"] for r in records).items()))
+    out["statuses"] = dict(sorted(Counter(r["status"] for r in records).items()))
+    return out

@@ -1,0 +1,173 @@
+"""Hub-ready export of the release (SPEC §2, §10): Parquet per config, card, manifest.
+
+Layout of the export folder::
+
+    README.md                       card (dataset_card.md) + YAML configs / dataset_info
+    exbind_manifest.json            versions, seeds, counts, gate tables, SHA-256 of files
+    data/<config>/test-00000-of-00001-<sha256[:16]>.parquet
+
+Guarantees:
+- atomic: everything is written to a sibling temporary folder and swapped in with
+  ``os.replace`` at the end, so a failed build leaves the previous export untouched;
+- deterministic: the same seeds give byte-identical Parquet, README and manifest (no
+  timestamps; rows come from seeded generation in plan order);
+- fresh reloads: the YAML ``data_files`` name the content-addressed Parquet file itself,
+  so ``load_dataset`` on a rebuilt export with new content never serves cached old rows;
+- every config is materialized by the ``datasets`` builder in a fresh cache directory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from collections import Counter
+from pathlib import Path
+from typing import Callable
+
+import datasets
+import pyarrow.parquet as pq
+from datasets.info import DatasetInfosDict
+from datasets.utils.metadata import MetadataConfigs
+from huggingface_hub import DatasetCard
+from tqdm.auto import tqdm
+
+from generator.records import GENERATOR_VERSION
+from generator.release import BROAD_SEED, CONFIGS, PERMUTATION_SEEDS, TARGETED_SEED, Release
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+CARD_TEMPLATE = REPO_ROOT / "dataset_card.md"
+MANIFEST_NAME = "exbind_manifest.json"
+ROW_GROUP_SIZE = 100  # small row groups keep image configs viewer-friendly
+
+
+def sha256_file(path: Path) -> str:
+    """Hex SHA-256 of a file's bytes."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def canonical_records_hash(rows: list[dict]) -> str:
+    """SHA-256 over the canonical JSON of every row (image bytes replaced by their SHA-256)."""
+    h = hashlib.sha256()
+    for row in rows:
+        row = dict(row)
+        image = row.get("image")
+        if image is not None:
+            data = image["bytes"] if isinstance(image, dict) else image
+            row["image"] = hashlib.sha256(data).hexdigest()
+        h.update(json.dumps(row, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode())
+        h.update(b"\n")
+    return h.hexdigest()
+
+
+def _materialize(builder_cls, config: str, cache_dir: str) -> datasets.Dataset:
+    builder = builder_cls(config_name=config, cache_dir=cache_dir)
+    builder.download_and_prepare(download_mode=datasets.DownloadMode.FORCE_REDOWNLOAD)
+    return builder.as_dataset(split="test")
+
+
+def _counts(ds: datasets.Dataset) -> dict:
+    counts: Counter = Counter(zip(ds["format"], ds["condition"]))
+    out: dict = {}
+    for (fmt, cond), k in sorted(counts.items(), key=lambda kv: (kv[0][0], kv[0][1] or "")):
+        out.setdefault(fmt, {})[cond or "none"] = k
+    return out
+
+
+def _write_card(out: Path, infos: dict, data_files: dict) -> None:
+    card = DatasetCard(CARD_TEMPLATE.read_text(encoding="utf-8"))
+    configs = MetadataConfigs({
+        name: {"data_files": [{"split": "test", "path": data_files[name]}], **({"default": True} if name == "broad" else {})}
+        for name in CONFIGS
+    })
+    configs.to_dataset_card_data(card.data)
+    DatasetInfosDict(infos).to_dataset_card_data(card.data)
+    (out / "README.md").write_text(str(card), encoding="utf-8")
+
+
+def export_release(out_dir: Path, builder_cls, get_release: Callable[[], Release], show_progress: bool = True) -> dict:
+    """Build every config and atomically replace ``out_dir`` with the export.
+
+    Args:
+        out_dir: export folder; its previous content survives any failure.
+        builder_cls: the ``datasets`` builder class (``exbind.ExBind``).
+        get_release: returns the generated :class:`~generator.release.Release` (gates run
+            inside; a failing suite-level check raises before anything is written).
+        show_progress: tqdm progress bars.
+
+    Returns:
+        The manifest dict (also written as ``exbind_manifest.json``).
+
+    Raises:
+        RuntimeError: from the generator when a gate or suite check fails.
+    """
+    out_dir = Path(out_dir).resolve()
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    rel = get_release()
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
+    try:
+        infos, data_files, files_meta = {}, {}, {}
+        counts, record_hashes = {}, {}
+        with tempfile.TemporaryDirectory(prefix="exbind-cache-") as cache_root:
+            for config in tqdm(CONFIGS, desc="export configs", disable=not show_progress):
+                ds = _materialize(builder_cls, config, os.path.join(cache_root, config))
+                folder = tmp / "data" / config
+                folder.mkdir(parents=True)
+                staging = folder / "staging.parquet"
+                pq.write_table(ds.data.table, staging, row_group_size=ROW_GROUP_SIZE, write_page_index=True,
+                               compression="zstd")
+                digest = sha256_file(staging)
+                name = f"test-00000-of-00001-{digest[:16]}.parquet"
+                os.replace(staging, folder / name)
+                data_files[config] = f"data/{config}/{name}"
+                info = ds.info.copy()
+                info.config_name = config
+                infos[config] = info
+                counts[config] = {"rows": ds.num_rows, "by_format_condition": _counts(ds)}
+                record_hashes[config] = canonical_records_hash(list(ds.cast_column("image", datasets.Image(decode=False))))
+        _write_card(tmp, infos, data_files)
+        manifest = {
+            "generator_version": GENERATOR_VERSION,
+            "seeds": {"broad": BROAD_SEED, "targeted": TARGETED_SEED, "permutations": list(PERMUTATION_SEEDS)},
+            "configs": list(CONFIGS),
+            "counts": counts,
+            "gate_tables": rel.gate_tables,
+            "suite_checks": rel.suite_checks,
+            "canonical_records_sha256": record_hashes,
+            "files": {p.relative_to(tmp).as_posix(): sha256_file(p)
+                      for p in sorted(tmp.rglob("*")) if p.is_file()},
+        }
+        (tmp / MANIFEST_NAME).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        _swap_in(tmp, out_dir)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return manifest
+
+
+def _swap_in(tmp: Path, out_dir: Path) -> None:
+    """Replace ``out_dir`` by ``tmp`` with renames only (the old folder is removed last)."""
+    old = None
+    if out_dir.exists():
+        old = out_dir.with_name(f".{out_dir.name}.old-{os.getpid()}")
+        os.replace(out_dir, old)
+    os.replace(tmp, out_dir)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def verify_manifest(out_dir: Path) -> list[str]:
+    """Files whose SHA-256 differs from the manifest (empty when the export is intact)."""
+    out_dir = Path(out_dir)
+    manifest = json.loads((out_dir / MANIFEST_NAME).read_text(encoding="utf-8"))
+    bad = [rel for rel, digest in manifest["files"].items()
+           if not (out_dir / rel).is_file() or sha256_file(out_dir / rel) != digest]
+    present = {p.relative_to(out_dir).as_posix() for p in out_dir.rglob("*") if p.is_file()} - {MANIFEST_NAME}
+    bad += sorted(present - set(manifest["files"]))
+    return bad

@@ -1,0 +1,349 @@
+"""Hierarchy latent family: repeated-module hierarchies (paper §3-4, Tables 4-5; SPEC §3-4, §6-7).
+
+A latent instance is a design of 3-4 *modules* (the groups) that share one identical internal
+structure, so every slot (same ordinal path, role and kind) exists once in every module. Below
+the module sit nested containers and leaf blocks; every block carries one input and one output
+port (document order: input, then output)::
+
+    depth 2:  module > block > port
+    depth 3:  module > stage > block > port
+    depth 4:  module > unit > stage > block > port
+
+The target is a port (or, on the broad suite only, sometimes a block). The instruction names the
+group, the ordinal path below the module, the role and the node kind, so the declared hierarchy
+order identity (group) -> hierarchy (path) -> role -> attribute (kind) -> exact applies (SPEC §4).
+
+Paths are tuples of 1-based ordinals among same-kind siblings in document order, relative to the
+module root: a block in stage 2 at position 1 has path ``(2, 1)``; a port shares its block's path;
+a module node has path ``()``. Semantic ids read ``f"{latent_id}_m2.s2.b1.out"``.
+
+Vocabularies, structure sizes and instruction templates live in ``generator/data/hierarchy.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Optional, Sequence, Union
+
+from generator.schema import Meaning, SurfaceCase, Target
+
+DATA_PATH = Path(__file__).resolve().parent.parent / "data" / "hierarchy.json"
+
+CONDITIONS = ("depth_2", "depth_3", "depth_4")
+PORT_ROLES = ("input", "output")
+# Semantic-id step per node kind (module steps are "m{i}", ports "in"/"out").
+_ID_STEP = {"unit": "u", "stage": "s", "block": "b"}
+_PORT_STEP = {"input": "in", "output": "out"}
+_MAX_SHAPE_TRIES = 500
+
+
+@lru_cache(maxsize=1)
+def vocabulary() -> dict:
+    """The parsed ``generator/data/hierarchy.json`` (cached; treat as read-only)."""
+    with open(DATA_PATH, encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+@dataclass(frozen=True)
+class HierarchyNode:
+    """One node of a compiled hierarchy, in document order (one surface candidate per node).
+
+    Attributes:
+        semantic_id: e.g. ``"<latent>_m2"``, ``"<latent>_m2.s1.b2"``, ``"<latent>_m2.s1.b2.in"``.
+        kind: ``"module"``, ``"unit"``, ``"stage"``, ``"block"`` or ``"port"``.
+        group: the module entity (``"<latent>_m2"``); a module node's group is itself.
+        path: 1-based ordinals below the module root (ports share their block's path).
+        role: ``"input"``/``"output"`` for ports, else None.
+        name: the visible name (modules and blocks), else None.
+        level: nesting level, 0 for modules up to ``depth`` for ports.
+    """
+
+    semantic_id: str
+    kind: str
+    group: str
+    path: tuple[int, ...]
+    role: Optional[str]
+    name: Optional[str]
+    level: int
+
+    def meaning(self) -> Meaning:
+        """The evaluator-only :class:`Meaning` of this node (entity = the node itself)."""
+        return Meaning(
+            semantic_id=self.semantic_id,
+            entity=self.semantic_id,
+            canonical=True,
+            attributes=(("name", self.name),) if self.name is not None else (),
+            group=self.group,
+            path=self.path,
+            role=self.role,
+            kind=self.kind,
+        )
+
+
+@dataclass(frozen=True)
+class HierarchyLatent:
+    """A repeated-module hierarchy with its target (the latent G of paper §3 for this family).
+
+    Attributes:
+        latent_id: case latent id; prefix of every semantic id.
+        condition: ``"depth_2"``/``"depth_3"``/``"depth_4"`` (targeted suite) or None (broad).
+        levels: node kinds from the module down to the block, e.g. ``("module", "stage", "block")``;
+            ``len(levels)`` is the depth (2-4).
+        module_names: visible module names in document order (3-4 of them).
+        block_paths: every block slot of one module, in document order (lexicographic), e.g.
+            ``((1, 1), (1, 2), (2, 1), (2, 2), (2, 3))``; identical in every module.
+        block_names: visible block names aligned with ``block_paths`` (same in every module).
+        target_module: 1-based index of the target's module.
+        target_path: the target's ordinal path (one of ``block_paths``).
+        target_kind: ``"port"`` or ``"block"``.
+        target_role: ``"input"``/``"output"`` for a port target, None for a block target.
+        template_index: index into the instruction templates for ``(target_kind, depth)``.
+    """
+
+    latent_id: str
+    condition: Optional[str]
+    levels: tuple[str, ...]
+    module_names: tuple[str, ...]
+    block_paths: tuple[tuple[int, ...], ...]
+    block_names: tuple[str, ...]
+    target_module: int
+    target_path: tuple[int, ...]
+    target_kind: str
+    target_role: Optional[str]
+    template_index: int
+
+    @property
+    def depth(self) -> int:
+        """Number of levels from module to block (2, 3 or 4)."""
+        return len(self.levels)
+
+    def group_entity(self, module: int) -> str:
+        """Entity id of module ``module`` (1-based), e.g. ``"<latent>_m2"``."""
+        return f"{self.latent_id}_m{module}"
+
+    def target_semantic_id(self) -> str:
+        """Semantic id of the target node."""
+        return _semantic_id(self.group_entity(self.target_module), self.levels, self.target_path, self.target_role)
+
+    def canonical(self) -> dict:
+        """JSON-serializable content without latent id or surface ids (broad/targeted hash, SPEC §7).
+
+        The condition is deliberately left out: two latents with the same content hash alike
+        whatever suite they came from.
+        """
+        return {
+            "family": "hierarchy",
+            "levels": list(self.levels),
+            "module_names": list(self.module_names),
+            "block_paths": [list(p) for p in self.block_paths],
+            "block_names": list(self.block_names),
+            "target": {
+                "module": self.target_module,
+                "path": list(self.target_path),
+                "kind": self.target_kind,
+                "role": self.target_role,
+            },
+            "template_index": self.template_index,
+        }
+
+
+def _semantic_id(group: str, levels: Sequence[str], path: Sequence[int], role: Optional[str]) -> str:
+    steps = [f"{_ID_STEP[levels[k + 1]]}{ordinal}" for k, ordinal in enumerate(path)]
+    if role is not None:
+        steps.append(_PORT_STEP[role])
+    return ".".join([group, *steps])
+
+
+def _depth_of(condition: Optional[str], slot: int) -> int:
+    if condition is None:
+        return 2 + slot % 2  # broad: alternate depth 2 and 3
+    if condition not in CONDITIONS:
+        raise ValueError(f"unknown hierarchy condition {condition!r}; expected None or one of {CONDITIONS}")
+    return int(condition.split("_")[1])
+
+
+def _sample_block_paths(rng: random.Random, n_below: int, children: Sequence[int]) -> tuple[tuple[int, ...], ...]:
+    """Block slots of one module: every container gets ``randint(*children)`` children."""
+
+    def expand(prefix: tuple[int, ...], remaining: int) -> list[tuple[int, ...]]:
+        out: list[tuple[int, ...]] = []
+        for ordinal in range(1, rng.randint(children[0], children[1]) + 1):
+            path = prefix + (ordinal,)
+            out.extend([path] if remaining == 1 else expand(path, remaining - 1))
+        return out
+
+    return tuple(expand((), n_below))
+
+
+def nodes_per_module(block_paths: Sequence[tuple[int, ...]]) -> int:
+    """Node count of one module: the module, its containers, and each block with two ports."""
+    containers = {p[:k] for p in block_paths for k in range(1, len(p))}
+    return 1 + len(containers) + 3 * len(block_paths)
+
+
+def _module_names(rng: random.Random, n: int) -> tuple[str, ...]:
+    vocab = vocabulary()
+    fmt = vocab["module_name_format"]
+    if rng.random() < 0.5:  # a consecutive run of letters, e.g. Module C, D, E
+        letters = vocab["module_letters"]
+        start = rng.randrange(len(letters) - n + 1)
+        raw = letters[start : start + n]
+    else:
+        raw = rng.sample(vocab["module_words"], n)
+    return tuple(fmt.format(name=x) for x in raw)
+
+
+def sample(rng: random.Random, latent_id: str, condition: Optional[str], slot: int) -> HierarchyLatent:
+    """Sample one repeated-module hierarchy and its target.
+
+    Args:
+        rng: the case's own RNG (the only randomness used).
+        latent_id: prefix of every semantic id.
+        condition: ``"depth_2"``, ``"depth_3"``, ``"depth_4"`` (targeted) or None (broad: depth 2
+            on even slots, 3 on odd ones; every fifth slot targets a block instead of a port).
+        slot: the case's index within its (suite, condition) cell; balances the target role
+            (alternating input/output) and the instruction template.
+
+    Returns:
+        A :class:`HierarchyLatent` whose total node count stays within the depth's
+        ``max_nodes`` (depth 2: 21-40 nodes, depth 3: 45-63, depth 4: 93).
+
+    Raises:
+        ValueError: for an unknown condition.
+        RuntimeError: if no shape within ``max_nodes`` is found (data misconfiguration).
+    """
+    vocab = vocabulary()
+    depth = _depth_of(condition, slot)
+    cfg = vocab["depths"][str(depth)]
+    for _ in range(_MAX_SHAPE_TRIES):
+        n_modules = rng.randint(cfg["modules"][0], cfg["modules"][1])
+        block_paths = _sample_block_paths(rng, depth - 1, cfg["children"])
+        if n_modules * nodes_per_module(block_paths) <= cfg["max_nodes"]:
+            break
+    else:
+        raise RuntimeError(f"no depth-{depth} shape within {cfg['max_nodes']} nodes; check hierarchy.json")
+
+    if condition is None:
+        kind = "block" if slot % 5 == 4 else "port"
+        role = PORT_ROLES[(slot // 2) % 2] if kind == "port" else None
+        turn = slot // 4
+    else:
+        kind = "port"
+        role = PORT_ROLES[slot % 2]
+        turn = slot // 2
+    n_templates = len(vocab["templates"][kind][str(depth)])
+
+    return HierarchyLatent(
+        latent_id=latent_id,
+        condition=condition,
+        levels=tuple(cfg["levels"]),
+        module_names=_module_names(rng, n_modules),
+        block_paths=block_paths,
+        block_names=tuple(rng.sample(vocab["block_names"], len(block_paths))),
+        target_module=rng.randint(1, n_modules),
+        target_path=rng.choice(block_paths),
+        target_kind=kind,
+        target_role=role,
+        template_index=turn % n_templates,
+    )
+
+
+def nodes(latent: HierarchyLatent) -> list[HierarchyNode]:
+    """Every node of the hierarchy in document (pre-)order: module, containers, block, its ports.
+
+    The list has ``len(module_names) * nodes_per_module(block_paths)`` entries; each becomes one
+    candidate of the tree and DOM surfaces.
+    """
+    out: list[HierarchyNode] = []
+    depth = latent.depth
+    for m, module_name in enumerate(latent.module_names, start=1):
+        group = latent.group_entity(m)
+        out.append(HierarchyNode(group, "module", group, (), None, module_name, 0))
+        emitted: set[tuple[int, ...]] = set()
+        for path, block_name in zip(latent.block_paths, latent.block_names):
+            for k in range(1, depth - 1):
+                prefix = path[:k]
+                if prefix not in emitted:
+                    emitted.add(prefix)
+                    sid = _semantic_id(group, latent.levels, prefix, None)
+                    out.append(HierarchyNode(sid, latent.levels[k], group, prefix, None, None, k))
+            block_sid = _semantic_id(group, latent.levels, path, None)
+            out.append(HierarchyNode(block_sid, "block", group, path, None, block_name, depth - 1))
+            for role in PORT_ROLES:
+                sid = _semantic_id(group, latent.levels, path, role)
+                out.append(HierarchyNode(sid, "port", group, path, role, None, depth))
+    return out
+
+
+def instruction(latent: HierarchyLatent) -> str:
+    """The natural-language instruction (shared by the tree and DOM surfaces of one latent).
+
+    It names the target's module, its ordinal path (ordinal words or numbers per template), the
+    role (ports) and the node kind; it never contains a surface id.
+    """
+    vocab = vocabulary()
+    fields = {"group": latent.module_names[latent.target_module - 1], "role": latent.target_role or ""}
+    for k, ordinal in enumerate(latent.target_path):
+        kind = latent.levels[k + 1]
+        fields[f"{kind}_ord"] = vocab["ordinals"][ordinal - 1]
+        fields[f"{kind}_num"] = str(ordinal)
+    template = vocab["templates"][latent.target_kind][str(latent.depth)][latent.template_index]
+    return template.format(**fields)
+
+
+def target(latent: HierarchyLatent) -> Target:
+    """The target spec Y: semantic id, entity (the node), group, path, role, kind."""
+    sid = latent.target_semantic_id()
+    return Target(
+        semantic_id=sid,
+        entity=sid,
+        group=latent.group_entity(latent.target_module),
+        path=latent.target_path,
+        role=latent.target_role,
+        kind=latent.target_kind,
+    )
+
+
+def matching(meanings: Sequence[Meaning], spec: Target) -> list[Meaning]:
+    """Meanings that satisfy ``spec`` under the executor rule (same group, path, role, kind)."""
+    return [
+        m
+        for m in meanings
+        if m.group == spec.group and m.path == spec.path and m.role == spec.role and m.kind == spec.kind
+    ]
+
+
+def hierarchy_decoys_present(case_or_latent: Union[SurfaceCase, HierarchyLatent]) -> tuple[bool, str]:
+    """Degeneracy gate for hierarchy cases (SPEC §7, CLEVR-style).
+
+    Passes when the inventory holds (a) a same-slot decoy in another group (same path, role and
+    kind, other group) and (b) a same-group other-role decoy (same group and path, other role).
+
+    Args:
+        case_or_latent: a compiled :class:`SurfaceCase` (checked on its candidates' meanings) or a
+            :class:`HierarchyLatent` (checked on :func:`nodes`).
+
+    Returns:
+        ``(True, "ok")`` or ``(False, reason)``.
+    """
+    if isinstance(case_or_latent, HierarchyLatent):
+        meanings = [n.meaning() for n in nodes(case_or_latent)]
+        spec = target(case_or_latent)
+    else:
+        meanings = [c.meaning for c in case_or_latent.candidates]
+        spec = case_or_latent.target
+    same_slot = [
+        m
+        for m in meanings
+        if m.group != spec.group and m.path == spec.path and m.role == spec.role and m.kind == spec.kind
+    ]
+    other_role = [m for m in meanings if m.group == spec.group and m.path == spec.path and m.role != spec.role]
+    if not same_slot:
+        return False, "no same-slot decoy in another group"
+    if not other_role:
+        return False, "no same-group other-role decoy"
+    return True, "ok"

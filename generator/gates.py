@@ -1,0 +1,221 @@
+"""Integrity and shortcut gates (SPEC §7; paper §4.4-4.5, Table 6, Algorithm 1 step 8).
+
+Per-record gates are named functions ``gate(record, reference, suite) -> (passed, reason)``;
+a failing record is rejected and regenerated from the next attempt's seed, and the build
+counts rejections by gate. Suite-level checks (:func:`suite_checks`) fail the build instead.
+Every gate reads the one reference payload and scores through the core scorer
+(``exbind_scoring``), never through ``evaluate.load``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from exbind_scoring import execute_target, load_reference, score_prediction, tokenize
+from generator.baselines import lexical_only, random_expectation, structural_oracle, type_only
+from generator.records import ExBindRecord
+
+
+def _gold_ids(ref: dict) -> list[str]:
+    return list(ref["gold"].values())
+
+
+def gate_nonempty_candidates(rec: ExBindRecord, reference: str, suite: str):
+    """The candidate inventory is not empty."""
+    return (len(rec.case.candidates) > 0, "empty candidate inventory")
+
+
+def gate_mapping(rec: ExBindRecord, reference: str, suite: str):
+    """M_f is a bijection on the inventory and gold equals the mapped target."""
+    ids = [c.candidate_id for c in rec.case.candidates]
+    sems = [c.meaning.semantic_id for c in rec.case.candidates]
+    if len(set(ids)) != len(ids):
+        return False, "duplicate candidate ids"
+    if len(set(sems)) != len(sems):
+        return False, "duplicate semantic ids (mapping not a bijection)"
+    ref = load_reference(reference)
+    try:
+        mapped = rec.case.gold()
+    except KeyError as exc:
+        return False, f"target not in mapping: {exc}"
+    return (mapped == ref["gold"], "gold differs from the mapped target")
+
+
+def gate_unique_gold(rec: ExBindRecord, reference: str, suite: str):
+    """Exactly one candidate (graph: one ordered pair) satisfies the target spec."""
+    hits = execute_target(load_reference(reference))
+    return (len(hits) == 1, f"{len(hits)} candidates satisfy the target spec")
+
+
+def gate_structural_oracle(rec: ExBindRecord, reference: str, suite: str):
+    """The latent executor's answer, scored by the core scorer, is exact."""
+    record = score_prediction(structural_oracle(rec.case.instruction, reference), reference)
+    return (record["scores"]["exact"] == 1, "structural oracle is not exact")
+
+
+def gate_target_id_leakage(rec: ExBindRecord, reference: str, suite: str):
+    """Gold ids absent from the instruction; in the observation no more or less frequent
+    than comparable distractor ids; opaque ids carry no instruction word."""
+    ref = load_reference(reference)
+    source = rec.case.source
+    for gold_id in _gold_ids(ref):
+        if gold_id in rec.case.instruction:
+            return False, "gold id appears in the instruction"
+        gold_type = ref["_by_id"][gold_id]["type"]
+        counts = [len(re.findall(re.escape(c["id"]) + r"(?![0-9A-Za-z_])", source))
+                  for c in ref["candidates"] if c["type"] == gold_type and c["id"] != gold_id]
+        own = len(re.findall(re.escape(gold_id) + r"(?![0-9A-Za-z_])", source))
+        if counts and not (min(counts) <= own <= max(counts)):
+            return False, f"gold id occurs {own}x in the observation, distractors {min(counts)}-{max(counts)}x"
+    if rec.case.format != "table":
+        words = {w for w in tokenize(rec.case.instruction) if len(w) > 2}
+        for c in rec.case.candidates:
+            if words & set(re.split(r"[^a-z0-9]+", c.candidate_id.lower())):
+                return False, f"candidate id {c.candidate_id!r} contains an instruction word"
+    return True, ""
+
+
+def gate_lexical_only(rec: ExBindRecord, reference: str, suite: str):
+    """On the targeted suite the lexical-only baseline must not solve the case."""
+    if suite != "targeted":
+        return True, ""
+    solved = score_prediction(lexical_only(rec.case.instruction, reference), reference)["scores"]["exact"]
+    return (solved == 0, "lexical-only baseline solves the case")
+
+
+def gate_type_only(rec: ExBindRecord, reference: str, suite: str):
+    """On the targeted suite the type-only baseline must not solve the case."""
+    if suite != "targeted":
+        return True, ""
+    solved = score_prediction(type_only(rec.case.instruction, reference), reference)["scores"]["exact"]
+    return (solved == 0, "type-only baseline solves the case")
+
+
+def gate_degeneracy(rec: ExBindRecord, reference: str, suite: str):
+    """CLEVR-style degeneracy: every structural constraint must be needed.
+
+    relational: the target's attributes alone do not single it out; table (conjunctive):
+    each condition alone matches several rows; hierarchy (port targets): a same-slot decoy
+    exists in another group and a same-group decoy with the other role exists.
+    """
+    ref = load_reference(reference)
+    target, cands, family = ref["target"], ref["candidates"], ref["family"]
+    canon = [c for c in cands if c.get("canonical", True)]
+    if family == "relational":
+        want = target.get("attributes") or {}
+        same = [c for c in canon if all((c.get("attributes") or {}).get(k) == v for k, v in want.items())
+                and c["entity"] != target.get("anchor")]
+        return (len(same) >= 2, "target identifiable by attributes alone")
+    if family == "table" and len(target.get("conditions") or []) > 1:
+        rows: dict = {}
+        for c in canon:
+            rows.setdefault(c["row"], {})[c["column"]] = (c.get("attributes") or {}).get("value")
+        for col, value in target["conditions"]:
+            if sum(values.get(col) == value for values in rows.values()) < 2:
+                return False, f"condition {col}={value!r} alone is unique"
+        return True, ""
+    if family == "hierarchy" and target.get("role") is not None:
+        slot = [c for c in canon if c.get("path") == target.get("path") and c.get("kind") == target.get("kind")]
+        other_group = any(c.get("group") != target["group"] and c.get("role") == target["role"] for c in slot)
+        other_role = any(c.get("group") == target["group"] and c.get("role") not in (None, target["role"])
+                         for c in slot)
+        if not other_group:
+            return False, "no same-slot decoy in another group"
+        if not other_role:
+            return False, "no same-group decoy with the other role"
+    return True, ""
+
+
+RECORD_GATES = {
+    "nonempty_candidates": gate_nonempty_candidates,
+    "mapping": gate_mapping,
+    "unique_gold": gate_unique_gold,
+    "structural_oracle": gate_structural_oracle,
+    "target_id_leakage": gate_target_id_leakage,
+    "lexical_only": gate_lexical_only,
+    "type_only": gate_type_only,
+    "degeneracy": gate_degeneracy,
+}
+
+
+def run_record_gates(rec: ExBindRecord, reference: str, suite: str) -> tuple[bool, str | None]:
+    """Run every per-record gate in order; returns ``(accepted, first failing gate name)``."""
+    for name, gate in RECORD_GATES.items():
+        passed, _ = gate(rec, reference, suite)
+        if not passed:
+            return False, name
+    return True, None
+
+
+# --------------------------------------------------------------------------- suite level
+
+
+def gold_rank_variation(references: list[str], high_candidate_conditions=("high_candidate",)) -> dict:
+    """Gold-rank variation check: several distinct ranks, no rank holding most cases, and
+    ranks 13+ present in the high-candidate condition when that condition is present."""
+    refs = [load_reference(r) for r in references]
+    ranks = Counter(r["gold_rank"] for r in refs)
+    n = len(refs)
+    high = [r["gold_rank"] for r in refs if r.get("condition") in high_candidate_conditions]
+    checks = {
+        "distinct_ranks": len(ranks),
+        "max_rank_share": max(ranks.values()) / n if n else None,
+        "high_candidate_ranks_13_plus": sum(r >= 13 for r in high),
+    }
+    passed = n > 0 and len(ranks) >= 5 and checks["max_rank_share"] <= 0.5 and (not high or checks["high_candidate_ranks_13_plus"] > 0)
+    return {"passed": bool(passed), **checks}
+
+
+def balance_check(rows_meta: list[dict]) -> dict:
+    """Target column and template counts per condition (``rows_meta``: condition, template,
+    column). Passes when, per condition, template counts are equal and target-column
+    counts differ by at most one within each template."""
+    by_cond: dict = {}
+    for m in rows_meta:
+        by_cond.setdefault(m["condition"], []).append(m)
+    report, passed = {}, True
+    for cond, items in sorted(by_cond.items()):
+        templates = Counter(m["template"] for m in items)
+        ok = len(set(templates.values())) == 1
+        columns = {}
+        for tmpl in sorted(templates):
+            cols = Counter(m["column"] for m in items if m["template"] == tmpl)
+            columns[tmpl] = dict(sorted(cols.items()))
+            ok = ok and max(cols.values()) - min(cols.values()) <= 1
+        report[cond] = {"templates": dict(sorted(templates.items())), "columns": columns, "passed": ok}
+        passed = passed and ok
+    return {"passed": passed, "conditions": report}
+
+
+def gate_table(references: list[str], instructions: list[str], attempts: dict) -> dict:
+    """The paper Table 6 summary over accepted records of one suite.
+
+    Args:
+        references: the suite's reference strings.
+        instructions: the matching instructions.
+        attempts: ``{"attempted": int, "accepted": int, "rejected": {gate: count}}``.
+    """
+    n = len(references)
+    unique = sum(len(execute_target(load_reference(r))) == 1 for r in references)
+    scores = {name: 0 for name in ("structural_oracle", "lexical_only", "type_only")}
+    fns = {"structural_oracle": structural_oracle, "lexical_only": lexical_only, "type_only": type_only}
+    leaks = 0
+    for ref_str, instr in zip(references, instructions):
+        for name, fn in fns.items():
+            scores[name] += score_prediction(fn(instr, ref_str), ref_str)["scores"]["exact"]
+        ref = load_reference(ref_str)
+        leaks += any(g in instr for g in ref["gold"].values())
+    rnd = sum(random_expectation(r) for r in references)
+    return {
+        "n": n,
+        "unique_gold": {"passed": unique, "n": n},
+        "structural_oracle": scores["structural_oracle"] / n if n else None,
+        "target_id_leakage": leaks / n if n else None,
+        "lexical_only": scores["lexical_only"] / n if n else None,
+        "type_only": scores["type_only"] / n if n else None,
+        "random_expectation": rnd / n if n else None,
+        "attempted": attempts["attempted"],
+        "accepted": attempts["accepted"],
+        "rejected": dict(sorted(attempts["rejected"].items())),
+    }

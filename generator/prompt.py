@@ -1,0 +1,83 @@
+"""The ordinary strict-reference prompt (paper A.4; SPEC §6, §11): one builder for every model.
+
+Variants:
+- ``"image"``: for svg and canvas rows the observation is the attached PNG and the source
+  is not included (the released ``prompt`` of those rows); for text formats it equals
+  ``"text"``.
+- ``"text"``: always includes the serialized source (for text-only models; run manifests
+  name the variant they used).
+
+The schema line shows placeholders, never a real candidate id, so a model that echoes the
+prompt is not scored as answering. :func:`build_prompt` applied to a loaded dataset row
+reproduces that row's ``prompt`` field exactly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Mapping
+
+RENDERED_FORMATS = ("svg", "canvas")
+PROMPT_VARIANTS = ("image", "text")
+PLACEHOLDER = "<candidate_id>"
+
+_TEMPLATE = (
+    "You are evaluating a binding benchmark. Select only from the candidate IDs.\n"
+    "Format: {format}\n"
+    "Instruction: {instruction}\n"
+    "\n"
+    "{observation}\n"
+    "\n"
+    "Candidates:\n"
+    "{candidates}\n"
+    "\n"
+    "Return strict JSON only with this schema: {schema}"
+)
+
+
+def output_schema(output_keys) -> str:
+    """The schema line's JSON with placeholders, e.g. ``{"cell_id": "<candidate_id>"}``."""
+    return json.dumps({k: PLACEHOLDER for k in output_keys})
+
+
+def candidate_rows(candidates) -> str:
+    """Model-visible candidate rows as one JSON object per line, null fields omitted."""
+    lines = []
+    for c in candidates:
+        row = {k: v for k, v in c.items() if v is not None}
+        lines.append(json.dumps(row, ensure_ascii=False))
+    return "\n".join(lines)
+
+
+def build_prompt(row: Mapping[str, Any], variant: str = "image") -> str:
+    """Build the prompt for a dataset row (or a row dict before export).
+
+    Args:
+        row: needs ``format``, ``instruction``, ``observation`` ({source_type, source}),
+            ``candidates`` (model-visible dicts) and ``output_schema``.
+        variant: ``"image"`` (default, the released prompt) or ``"text"``.
+
+    Raises:
+        ValueError: for an unknown variant.
+    """
+    if variant not in PROMPT_VARIANTS:
+        raise ValueError(f"variant={variant!r}; expected one of {PROMPT_VARIANTS}")
+    obs = row["observation"]
+    if row["format"] in RENDERED_FORMATS and variant == "image":
+        observation = f"Observation: the attached image (a rendered {row['format']} picture)."
+    else:
+        observation = f"Observation ({obs['source_type']}):\n{obs['source']}"
+    return _TEMPLATE.format(
+        format=row["format"],
+        instruction=row["instruction"],
+        observation=observation,
+        candidates=candidate_rows(row["candidates"]),
+        schema=row["output_schema"],
+    )
+
+
+def prompt_builder_hash() -> str:
+    """SHA-256 of this module's source: run manifests record which builder made a prompt."""
+    return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()

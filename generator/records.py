@@ -1,0 +1,268 @@
+"""One typed record per case: the single source of the row, its Arrow features and the
+metric's ``reference`` payload (SPEC §6, §11; paper A.2).
+
+``gold``, ``surface_mapping``, ``binding`` and ``reference`` are all derived here from one
+:class:`ExBindRecord` (built from a compiler's :class:`~generator.schema.SurfaceCase`), so
+they cannot disagree; ``tests/test_records.py`` asserts that they do agree.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from typing import Optional
+
+import datasets
+
+from exbind_scoring import DECLARED_ORDERS, REFERENCE_SCHEMA
+from generator.prompt import build_prompt, output_schema
+from generator.schema import OUTPUT_KEYS, Candidate, SurfaceCase, Target
+
+GENERATOR_VERSION = "exbind.generator.v1"
+
+# Arrow features of every config (one schema for all, so configs concatenate cleanly).
+FEATURES = datasets.Features(
+    {
+        "case_id": datasets.Value("string"),
+        "latent_id": datasets.Value("string"),
+        "group_id": datasets.Value("string"),
+        "parent_case_id": datasets.Value("string"),
+        "suite": datasets.Value("string"),
+        "format": datasets.Value("string"),
+        "family": datasets.Value("string"),
+        "condition": datasets.Value("string"),
+        "instruction": datasets.Value("string"),
+        "observation": {"source_type": datasets.Value("string"), "source": datasets.Value("string")},
+        "image": datasets.Image(),
+        "candidates": datasets.List(
+            {
+                "candidate_id": datasets.Value("string"),
+                "candidate_type": datasets.Value("string"),
+                "bbox": datasets.List(datasets.Value("int32")),
+                "roles": datasets.List(datasets.Value("string")),
+                "column": datasets.Value("string"),
+            }
+        ),
+        "gold": datasets.Value("string"),
+        "gold_rank": datasets.Value("int32"),
+        "output_schema": datasets.Value("string"),
+        "prompt": datasets.Value("string"),
+        "binding": {
+            "entity": datasets.Value("string"),
+            "semantic_id": datasets.Value("string"),
+            "attribute": datasets.Value("string"),
+            "target_type": datasets.Value("string"),
+            "executable_type": datasets.Value("string"),
+        },
+        "surface_mapping": datasets.List(
+            {"semantic_id": datasets.Value("string"), "candidate_id": datasets.Value("string")}
+        ),
+        "applicable_stages": datasets.List(datasets.Value("string")),
+        "declared_order": datasets.List(datasets.Value("string")),
+        "order_control": {
+            "permutation_seed": datasets.Value("int64"),
+            "original_order": datasets.List(datasets.Value("string")),
+            "permuted_order": datasets.List(datasets.Value("string")),
+            "original_gold_rank": datasets.Value("int32"),
+            "permuted_gold_rank": datasets.Value("int32"),
+        },
+        "cached_output": {
+            "output": datasets.Value("string"),
+            "predictor": datasets.Value("string"),
+            "provenance": datasets.Value("string"),
+        },
+        "reference": datasets.Value("string"),
+    }
+)
+
+
+@dataclass
+class ExBindRecord:
+    """A compiled case with its release identity.
+
+    Attributes:
+        case: the compiler output (observation, instruction, candidates, target).
+        latent_id: latent instance id; ``case_id`` is ``f"{latent_id}__{format}"``.
+        suite: ``"broad"`` | ``"targeted"`` | ``"legacy"``.
+        condition: targeted condition or None.
+        group_id: shared latent id for cross-format paired cases, else None.
+        image_png: rendered PNG bytes (svg/canvas) or None.
+        case_id: overrides the default case id (permuted rows: ``<case_id>__perm<k>``).
+        parent_case_id: the original case of a control row, else None.
+        show_column: the column-metadata control adds ``column`` to every candidate row.
+        order_control: permutation record of ``targeted_table_permuted`` rows, else None.
+        cached_output: legacy bridge cached prediction, else None.
+        applicable_stages: override of the family's declared order (legacy task types).
+    """
+
+    case: SurfaceCase
+    latent_id: str
+    suite: str
+    condition: Optional[str] = None
+    group_id: Optional[str] = None
+    image_png: Optional[bytes] = None
+    case_id: Optional[str] = None
+    parent_case_id: Optional[str] = None
+    show_column: bool = False
+    order_control: Optional[dict] = None
+    cached_output: Optional[dict] = None
+    applicable_stages: Optional[tuple[str, ...]] = None
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def id(self) -> str:
+        return self.case_id or f"{self.latent_id}__{self.case.format}"
+
+    @property
+    def declared_order(self) -> tuple[str, ...]:
+        return DECLARED_ORDERS[self.case.family]
+
+    @property
+    def stages(self) -> tuple[str, ...]:
+        return self.applicable_stages or self.declared_order
+
+    def gold(self) -> dict[str, str]:
+        return self.case.gold()
+
+    def gold_rank(self) -> int:
+        """1-based position of the gold candidate (graph: of the source) in released order."""
+        first_key = OUTPUT_KEYS[self.case.format][0]
+        gold_id = self.gold()[first_key]
+        return 1 + [c.candidate_id for c in self.case.candidates].index(gold_id)
+
+    def visible_candidates(self) -> list[dict]:
+        """Model-visible candidate rows (SPEC §6): no latent annotation ever."""
+        return [
+            {
+                "candidate_id": c.candidate_id,
+                "candidate_type": c.candidate_type,
+                "bbox": [int(v) for v in c.bbox] if c.bbox is not None else None,
+                "roles": list(c.roles) if c.roles is not None else None,
+                "column": c.meaning.column if self.show_column else None,
+            }
+            for c in self.case.candidates
+        ]
+
+    def binding(self) -> dict:
+        t = self.case.target
+        fam = self.case.family
+        attribute = {
+            "table": t.column,
+            "hierarchy": t.kind if t.role is None else f"{t.role} {t.kind}",
+            "relational": " ".join(v for _, v in t.attributes),
+            "graph": t.edge_label,
+        }[fam]
+        entity = t.entity if fam != "graph" else f"{t.source}->{t.target}"
+        semantic = t.semantic_id if fam != "graph" else f"{t.source_semantic_id}->{t.target_semantic_id}"
+        return {
+            "entity": entity,
+            "semantic_id": semantic,
+            "attribute": attribute,
+            "target_type": self.case.candidates[0].candidate_type,
+            "executable_type": "+".join(OUTPUT_KEYS[self.case.format]),
+        }
+
+    def reference(self) -> dict:
+        """The metric's payload (SPEC §11): exactly what scoring needs, never the observation."""
+        return {
+            "schema": REFERENCE_SCHEMA,
+            "case_id": self.id,
+            "parent_case_id": self.parent_case_id,
+            "latent_id": self.latent_id,
+            "group_id": self.group_id,
+            "suite": self.suite,
+            "format": self.case.format,
+            "family": self.case.family,
+            "condition": self.condition,
+            "output_keys": list(OUTPUT_KEYS[self.case.format]),
+            "gold": self.gold(),
+            "declared_order": list(self.declared_order),
+            "applicable_stages": list(self.stages),
+            "candidates": [_candidate_payload(c) for c in self.case.candidates],
+            "target": _target_payload(self.case.target),
+            "image_size": list(self.case.image_size) if self.case.image_size else None,
+            "gold_rank": self.gold_rank(),
+        }
+
+    def to_row(self) -> dict:
+        """The dataset row (keys of :data:`FEATURES`)."""
+        c = self.case
+        row = {
+            "case_id": self.id,
+            "latent_id": self.latent_id,
+            "group_id": self.group_id,
+            "parent_case_id": self.parent_case_id,
+            "suite": self.suite,
+            "format": c.format,
+            "family": c.family,
+            "condition": self.condition,
+            "instruction": c.instruction,
+            "observation": {"source_type": c.source_type, "source": c.source},
+            "image": {"bytes": self.image_png, "path": None} if self.image_png is not None else None,
+            "candidates": self.visible_candidates(),
+            "gold": json.dumps(self.gold()),
+            "gold_rank": self.gold_rank(),
+            "output_schema": output_schema(OUTPUT_KEYS[c.format]),
+            "binding": self.binding(),
+            "surface_mapping": [
+                {"semantic_id": k.meaning.semantic_id, "candidate_id": k.candidate_id} for k in c.candidates
+            ],
+            "applicable_stages": list(self.stages),
+            "declared_order": list(self.declared_order),
+            "order_control": self.order_control,
+            "cached_output": self.cached_output,
+            "reference": json.dumps(self.reference(), sort_keys=True, separators=(",", ":")),
+        }
+        row["prompt"] = build_prompt(row)
+        return {k: row[k] for k in FEATURES}
+
+    def with_candidates(self, candidates: list[Candidate], **changes) -> "ExBindRecord":
+        """A copy with another candidate order (controls); everything else is kept."""
+        return replace(self, case=replace(self.case, candidates=candidates), **changes)
+
+
+def _candidate_payload(c: Candidate) -> dict:
+    m = c.meaning
+    out = {
+        "id": c.candidate_id,
+        "type": c.candidate_type,
+        "semantic_id": m.semantic_id,
+        "entity": m.entity,
+        "canonical": m.canonical,
+        "text": c.text,
+        "attributes": dict(m.attributes) if m.attributes else None,
+        "position": list(m.position) if m.position is not None else None,
+        "group": m.group,
+        "path": list(m.path) if m.path is not None else None,
+        "role": m.role,
+        "kind": m.kind,
+        "row": m.row,
+        "column": m.column,
+        "bbox": [int(v) for v in c.bbox] if c.bbox is not None else None,
+    }
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def _target_payload(t: Target) -> dict:
+    out = {
+        "semantic_id": t.semantic_id,
+        "entity": t.entity,
+        "attributes": dict(t.attributes) if t.attributes else None,
+        "anchor": t.anchor,
+        "anchor_position": list(t.anchor_position) if t.anchor_position is not None else None,
+        "relation": t.relation,
+        "group": t.group,
+        "path": list(t.path) if t.path is not None else None,
+        "role": t.role,
+        "kind": t.kind,
+        "row": t.row,
+        "column": t.column,
+        "conditions": [list(c) for c in t.conditions] if t.conditions else None,
+        "source": t.source,
+        "target": t.target,
+        "source_semantic_id": t.source_semantic_id,
+        "target_semantic_id": t.target_semantic_id,
+        "edge_label": t.edge_label,
+        "edges": [list(e) for e in t.edges] if t.edges else None,
+    }
+    return {k: v for k, v in out.items() if v is not None}

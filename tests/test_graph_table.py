@@ -1,0 +1,307 @@
+"""Graph and table families with their surfaces (SPEC §3, §6, §7, §11; paper §3, §6.4, A.2)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import random
+import re
+from collections import Counter
+
+import pytest
+
+from exbind_scoring import tokenize
+from generator.compilers.graph import compile_graph
+from generator.compilers.table import compile_table
+from generator.families import graph as graph_family
+from generator.families import table as table_family
+from generator.families.table import conditions_each_non_unique, matching_rows
+
+TABLE_CONDITIONS = ("compact", "conjunctive", "high_candidate", None)
+
+
+def _table_case(seed: int, condition, slot: int, latent_id: str = "t_case"):
+    rng = random.Random(seed)
+    latent = table_family.sample(rng, latent_id, condition, slot)
+    return latent, compile_table(latent, rng)
+
+
+def _graph_case(seed: int, slot: int, latent_id: str = "g_case"):
+    rng = random.Random(seed)
+    latent = graph_family.sample(rng, latent_id, None, slot)
+    return latent, compile_graph(latent, rng)
+
+
+# --- executors (the lead's unique-gold rules, run against the candidates' Meanings) ---
+
+
+def execute_table(case) -> list[str]:
+    """Candidate ids in the target column of every row satisfying all stated conditions."""
+    values = {(c.meaning.row, c.meaning.column): dict(c.meaning.attributes)["value"] for c in case.candidates}
+    rows = sorted({r for r, _ in values})
+    hits = [r for r in rows if all(values.get((r, col)) == val for col, val in case.target.conditions)]
+    return [c.candidate_id for c in case.candidates if c.meaning.row in hits and c.meaning.column == case.target.column]
+
+
+def execute_graph(case) -> list[tuple[str, str]]:
+    """Ordered candidate pairs (s, t) with the instructed names and an instructed-label edge s -> t."""
+    names = dict(case.target.attributes)
+    edges = set(case.target.edges)
+    out = []
+    for s, t in itertools.permutations(case.candidates, 2):
+        if (
+            dict(s.meaning.attributes)["name"] == names["source_name"]
+            and dict(t.meaning.attributes)["name"] == names["target_name"]
+            and (s.meaning.entity, t.meaning.entity, case.target.edge_label) in edges
+        ):
+            out.append((s.candidate_id, t.candidate_id))
+    return out
+
+
+def lexical_scores(case) -> dict[str, int]:
+    words = tokenize(case.instruction)
+    return {c.candidate_id: len(words & tokenize(c.text)) for c in case.candidates}
+
+
+def lexical_unique_top(case):
+    """The lexical-only baseline's choice: the unique max-overlap candidate, else None (tie)."""
+    scores = lexical_scores(case)
+    best = max(scores.values())
+    top = [cid for cid, s in scores.items() if s == best]
+    return top[0] if len(top) == 1 else None
+
+
+def id_counts(case) -> Counter:
+    return Counter({c.candidate_id: case.source.count(c.candidate_id) for c in case.candidates})
+
+
+def gold_rank(case, candidate_id: str) -> int:
+    return [c.candidate_id for c in case.candidates].index(candidate_id) + 1
+
+
+# --- data hygiene: the vocabulary properties the lexical gate relies on ---
+
+
+def test_table_vocabularies_are_token_disjoint_from_instructions_and_other_columns():
+    data = table_family.load_data()
+    template_words = set()
+    for phr in data["instructions"]:
+        for part in phr.values():
+            template_words |= tokenize(re.sub(r"\{[a-z]+\}", " ", part))
+    assert len(data["instructions"]) == 6
+    assert len(data["templates"]) == 5
+    for tpl in data["templates"]:
+        schema_words = template_words | tokenize(tpl["entity"]) | set().union(*(tokenize(c) for c in tpl["columns"]))
+        column_tokens = {c: set().union(*(tokenize(v) for v in tpl["values"][c])) for c in tpl["columns"]}
+        for c in tpl["columns"]:
+            assert not column_tokens[c] & schema_words, (tpl["name"], c, column_tokens[c] & schema_words)
+            vals = tpl["values"][c]
+            assert len(set(vals)) == len(vals)
+            for a, b in itertools.permutations(vals, 2):
+                assert not tokenize(a) <= tokenize(b), (a, b)  # no value's tokens inside another's
+        for a, b in itertools.combinations(tpl["columns"], 2):
+            assert not column_tokens[a] & column_tokens[b], (tpl["name"], a, b)
+        assert len(tpl["values"][tpl["columns"][0]]) >= 16  # distinct row names for 16 rows
+        assert tpl["target_columns"] == tpl["columns"][1:]
+        assert all(len(tpl["values"][c]) < 10 for c in tpl["columns"][1:])  # duplicates at 10+ rows
+
+
+def test_graph_vocabulary_names_share_no_token_with_labels_or_templates():
+    data = graph_family.load_data()
+    words = set().union(*(tokenize(re.sub(r"\{[a-z]+\}", " ", t)) for t in data["instructions"]))
+    words |= set().union(*(tokenize(label) for label in data["edge_labels"]))
+    names = data["node_names"]
+    assert len(data["instructions"]) == 6 and len(names) == len(set(names)) == 23
+    assert all(len(tokenize(n)) == 1 and not tokenize(n) & words for n in names)
+
+
+# --- exact values for fixed seeds ---
+
+
+def test_table_compact_fixed_seed_exact_values():
+    latent, case = _table_case(7, "compact", 3, "hard_table_compact_0003")
+    assert latent.template == "employees" and latent.shape == "compact"
+    assert latent.columns == ("employee", "department", "shift")
+    assert case.instruction == "Return the department entry of the employee with shift rotating."
+    assert case.gold() == {"cell_id": "cell_r01_c01"}
+    assert len(case.candidates) == 15
+    assert case.target.semantic_id == "hard_table_compact_0003_row_1.department"
+    assert case.target.entity == "hard_table_compact_0003_row_1"
+    assert case.target.conditions == (("shift", "rotating"),)
+    assert case.source.splitlines()[1] == "<thead><tr><th>employee</th><th>department</th><th>shift</th></tr></thead>"
+    assert '<td id="cell_r01_c02">rotating</td>' in case.source
+    # the lexical decoy: the condition cell of the gold row, i.e. correct row, wrong column
+    assert lexical_unique_top(case) == "cell_r01_c02"
+    gold = case.candidate_by_semantic_id(case.target.semantic_id)
+    assert gold.text == "research" and gold.candidate_type == "cell"
+    assert gold.meaning.row == 1 and gold.meaning.column == "department"
+    assert gold.meaning.attributes == (("value", "research"),)
+
+
+def test_table_conjunctive_and_high_candidate_fixed_seed_exact_values():
+    latent, case = _table_case(7, "conjunctive", 3)
+    assert case.instruction == "Select the department cell for the employee where shift morning and office Madrid."
+    assert case.gold() == {"cell_id": "cell_r02_c01"} and len(case.candidates) == 32
+    assert matching_rows(latent, (("shift", "morning"),)) == [2, 3, 5, 6]
+    assert matching_rows(latent, (("office", "Madrid"),)) == [1, 2]
+    assert conditions_each_non_unique(latent)
+
+    latent, case = _table_case(7, "high_candidate", 3)
+    assert case.instruction == (
+        "Select the department cell for the employee whose shift is evening and whose office is Berlin."
+    )
+    assert case.gold() == {"cell_id": "cell_r02_c01"}
+    assert len(case.candidates) == 48 and len(latent.rows) == 12
+
+
+def test_graph_fixed_seed_exact_values():
+    latent, case = _graph_case(3, 0, "g_0001")
+    assert case.instruction == (
+        "Pick the source node and the target node of the relation: the archiver depends on the notifier."
+    )
+    assert case.gold() == {"source_id": "g_b8f0", "target_id": "g_9a0d"}
+    assert len(case.candidates) == 7 and len(latent.edges) == 14
+    assert case.source.splitlines()[0] == 'node g_a0c4 "queue"'
+    assert "g_b8f0 -> g_9a0d [depends on]" in case.source
+    assert "g_9a0d -> g_b8f0 [subscribes to]" in case.source  # the reversed-edge decoy
+    assert case.target.source == "g_0001_node6" and case.target.target == "g_0001_node3"
+    assert case.target.attributes == (("source_name", "archiver"), ("target_name", "notifier"))
+    assert all(c.roles == ["source", "target"] and c.candidate_type == "graph_node" for c in case.candidates)
+    assert latent.degrees() == [4] * 7
+
+
+def test_determinism_same_seed_same_case():
+    for make in (lambda: _table_case(11, "high_candidate", 5), lambda: _graph_case(11, 5)):
+        (la, a), (lb, b) = make(), make()
+        assert la == lb
+        assert (a.instruction, a.source, a.target) == (b.instruction, b.source, b.target)
+        assert [c.candidate_id for c in a.candidates] == [c.candidate_id for c in b.candidates]
+        assert [c.meaning for c in a.candidates] == [c.meaning for c in b.candidates]
+
+
+def test_canonical_is_json_and_free_of_ids():
+    latent, case = _table_case(5, "conjunctive", 2, "t_zz99")
+    text = json.dumps(latent.canonical(), sort_keys=True)
+    assert "t_zz99" not in text and "cell_r" not in text
+    glatent, gcase = _graph_case(5, 2, "g_zz99")
+    gtext = json.dumps(glatent.canonical(), sort_keys=True)
+    assert "g_zz99" not in gtext and not any(c.candidate_id in gtext for c in gcase.candidates)
+
+
+def test_bad_arguments_raise():
+    with pytest.raises(ValueError):
+        graph_family.sample(random.Random(0), "g", "compact", 0)
+    with pytest.raises(ValueError):
+        table_family.sample(random.Random(0), "t", "depth_2", 0)
+    with pytest.raises(ValueError):
+        table_family.sample(random.Random(0), "t", None, -1)
+
+
+# --- invariant loops ---
+
+
+def _common_checks(case):
+    ids = [c.candidate_id for c in case.candidates]
+    sems = [c.meaning.semantic_id for c in case.candidates]
+    assert len(set(ids)) == len(ids) and len(set(sems)) == len(sems)
+    for gid in case.gold().values():
+        assert gid not in case.instruction
+    assert all(cid not in case.instruction for cid in ids)
+    assert len(set(id_counts(case).values())) == 1  # every id occurs equally often
+    types = Counter(c.candidate_type for c in case.candidates)
+    assert len(types) == 1 and min(types.values()) > 1  # type-only never solves
+
+
+@pytest.mark.parametrize("condition", TABLE_CONDITIONS)
+def test_table_invariants_over_seeds(condition):
+    ranks = Counter()
+    for seed in range(300):
+        slot = seed % 40
+        latent, case = _table_case(1000 + seed, condition, slot, f"t_{seed:04d}")
+        _common_checks(case)
+        (gold_id,) = case.gold().values()
+        assert execute_table(case) == [gold_id]
+        assert all(case.source.count(f'id="{c.candidate_id}"') == 1 for c in case.candidates)
+        assert len(case.candidates) == len(latent.rows) * len(latent.columns)
+        # lexical-only never solves: the gold cell shares no token with the instruction
+        gold = case.candidate_by_semantic_id(case.target.semantic_id)
+        assert not tokenize(gold.text) & tokenize(case.instruction)
+        top = lexical_unique_top(case)
+        assert top != gold_id
+        if len(latent.conditions) == 1:  # the decoy: correct row, wrong (condition) column
+            decoy = next(c for c in case.candidates if c.candidate_id == top)
+            assert decoy.meaning.row == latent.target_row and decoy.meaning.column == latent.conditions[0][0]
+        else:
+            assert conditions_each_non_unique(latent)
+        assert [c.candidate_id for c in case.candidates] != sorted(c.candidate_id for c in case.candidates)
+        ranks[gold_rank(case, gold_id)] += 1
+        n_rows, n_cols = len(latent.rows), len(latent.columns)
+        shape = condition or ("compact" if slot % 2 == 0 else "conjunctive")
+        assert latent.shape == shape
+        if shape == "compact":
+            assert 4 <= n_rows <= 6 and 3 <= n_cols <= 4 and len(latent.conditions) == 1
+            (col, val), = latent.conditions
+            assert [row[latent.columns.index(col)] for row in latent.rows].count(val) == 1
+        elif shape == "conjunctive":
+            assert 6 <= n_rows <= 9 and 4 <= n_cols <= 5 and len(latent.conditions) == 2
+        else:
+            assert 10 <= n_rows <= 16 and 4 <= n_cols <= 5 and 40 <= n_rows * n_cols <= 80
+            for c in range(1, n_cols):  # duplicate values in every attribute column
+                assert len({row[c] for row in latent.rows}) < n_rows
+    assert len(ranks) >= 8 and max(ranks.values()) < 150
+    if condition == "high_candidate":
+        assert sum(n for r, n in ranks.items() if r >= 13) > 150
+
+
+@pytest.mark.parametrize("condition", TABLE_CONDITIONS)
+def test_table_balance_per_condition(condition):
+    n = 50 if condition is None else 40
+    latents = [table_family.sample(random.Random(500 + slot), f"t{slot}", condition, slot) for slot in range(n)]
+    templates = Counter(lat.template for lat in latents)
+    assert set(templates.values()) == {n // 5} and len(templates) == 5
+    for name in templates:
+        cols = Counter(lat.target_column for lat in latents if lat.template == name)
+        assert len(cols) == 4 and max(cols.values()) - min(cols.values()) <= 1
+    shapes = Counter(lat.shape for lat in latents)
+    if condition is None:
+        assert shapes == {"compact": 25, "conjunctive": 25}
+
+
+def test_high_candidate_gold_ranks_reach_13_and_beyond():
+    ranks = []
+    for slot in range(40):
+        _, case = _table_case(20260824 + slot, "high_candidate", slot)
+        ranks.append(gold_rank(case, case.gold()["cell_id"]))
+    assert sum(r >= 13 for r in ranks) >= 20 and len(set(ranks)) >= 15
+
+
+def test_graph_invariants_over_seeds():
+    n_reverse = 0
+    for seed in range(300):
+        latent, case = _graph_case(2000 + seed, seed, f"gl_{seed:04d}")
+        _common_checks(case)
+        gold = case.gold()
+        assert execute_graph(case) == [(gold["source_id"], gold["target_id"])]
+        names = [c.text for c in case.candidates]
+        assert 6 <= len(names) <= 9 and len(set(names)) == len(names)
+        lines = case.source.splitlines()
+        node_lines = [ln for ln in lines if ln.startswith("node ")]
+        assert len(node_lines) == len(case.candidates)
+        for c in case.candidates:
+            assert sum(c.candidate_id in ln for ln in node_lines) == 1
+            assert f'node {c.candidate_id} "{c.text}"' in node_lines
+        assert len(lines) == len(case.candidates) + len(latent.edges)
+        assert set(latent.degrees()) == {4}
+        pairs = [(s, t) for s, t, _ in latent.edges]
+        assert len(set(pairs)) == len(pairs) and all(s != t for s, t in pairs)
+        # decoys: reversed edge (different label) in 4 of 5 slots; a same-label edge nearby
+        assert latent.has_reverse == (seed % 5 != 4)
+        n_reverse += latent.has_reverse
+        if latent.has_reverse:
+            rev = next(lab for s, t, lab in latent.edges if (s, t) == (latent.target, latent.source))
+            assert rev != latent.label
+        ends = {latent.source, latent.target}
+        assert any(
+            lab == latent.label and {s, t} & ends and {s, t} != ends for s, t, lab in latent.edges
+        )
+    assert n_reverse == 240
