@@ -29,7 +29,8 @@ import datasets
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from generator.records import FEATURES, GENERATOR_VERSION  # noqa: E402
-from generator.release import CONFIGS, Release, build_release  # noqa: E402
+from generator.release import CONFIGS, Release, broad_plans, build_release, targeted_plans  # noqa: E402
+from tqdm.auto import tqdm  # noqa: E402
 
 _DESCRIPTIONS = {
     "broad": "Broad diagnostic suite: 250 cases over six surfaces (svg 25, canvas 50, tree 50, dom 25, graph 50, table 50).",
@@ -43,10 +44,12 @@ _DESCRIPTIONS = {
 _RELEASE_CACHE: dict[str, Release] = {}
 
 
-def release(processes: int | None = None) -> Release:
-    """The release of this generator version, generated once per process."""
+def release(processes: int | None = None, show_progress: bool = False) -> Release:
+    """The release of this generator version, generated (and gated) once per process."""
     if GENERATOR_VERSION not in _RELEASE_CACHE:
-        _RELEASE_CACHE[GENERATOR_VERSION] = build_release(processes)
+        total = len(broad_plans()) + len(targeted_plans())
+        with tqdm(total=total, desc="generate + gate latents", disable=not show_progress) as bar:
+            _RELEASE_CACHE[GENERATOR_VERSION] = build_release(processes, progress=bar)
     return _RELEASE_CACHE[GENERATOR_VERSION]
 
 
@@ -66,6 +69,8 @@ class ExBind(datasets.GeneratorBasedBuilder):
     BUILDER_CONFIGS = [ExBindConfig(name=name, version=datasets.Version("1.0.0"), description=_DESCRIPTIONS[name])
                        for name in CONFIGS]
     DEFAULT_CONFIG_NAME = "broad"
+    # The export sets this to the release it is writing; otherwise the default release.
+    active_release: Release | None = None
 
     def _info(self) -> datasets.DatasetInfo:
         return datasets.DatasetInfo(description=_DESCRIPTIONS[self.config.name], features=FEATURES,
@@ -75,7 +80,8 @@ class ExBind(datasets.GeneratorBasedBuilder):
         return [datasets.SplitGenerator(name=datasets.Split.TEST)]
 
     def _generate_examples(self):
-        for index, record in enumerate(release().configs[self.config.name]):
+        rel = type(self).active_release or release()
+        for index, record in enumerate(rel.configs[self.config.name]):
             yield index, record.to_row()
 
 
@@ -100,7 +106,8 @@ def main(argv: list[str] | None = None) -> int:
         from generator.export import export_release
         from generator.report import print_release_report
 
-        manifest = export_release(Path(args.out), ExBind, lambda: release(args.processes),
+        datasets.disable_progress_bars()
+        manifest = export_release(Path(args.out), ExBind, lambda: release(args.processes, not args.quiet),
                                   show_progress=not args.quiet)
         if not args.quiet:
             print_release_report(Path(args.out), manifest)

@@ -35,7 +35,7 @@ from huggingface_hub import DatasetCard
 from tqdm.auto import tqdm
 
 from generator.records import GENERATOR_VERSION
-from generator.release import BROAD_SEED, CONFIGS, PERMUTATION_SEEDS, TARGETED_SEED, Release
+from generator.release import CONFIGS, PERMUTATION_SEEDS, Release
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CARD_TEMPLATE = REPO_ROOT / "dataset_card.md"
@@ -110,11 +110,13 @@ def export_release(out_dir: Path, builder_cls, get_release: Callable[[], Release
     out_dir = Path(out_dir).resolve()
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     rel = get_release()
+    datasets.disable_progress_bars()
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
     try:
         infos, data_files, files_meta = {}, {}, {}
         counts, record_hashes = {}, {}
         with tempfile.TemporaryDirectory(prefix="exbind-cache-") as cache_root:
+            builder_cls.active_release = rel
             for config in tqdm(CONFIGS, desc="export configs", disable=not show_progress):
                 ds = _materialize(builder_cls, config, os.path.join(cache_root, config))
                 folder = tmp / "data" / config
@@ -131,10 +133,11 @@ def export_release(out_dir: Path, builder_cls, get_release: Callable[[], Release
                 infos[config] = info
                 counts[config] = {"rows": ds.num_rows, "by_format_condition": _counts(ds)}
                 record_hashes[config] = canonical_records_hash(list(ds.cast_column("image", datasets.Image(decode=False))))
+            builder_cls.active_release = None
         _write_card(tmp, infos, data_files)
         manifest = {
             "generator_version": GENERATOR_VERSION,
-            "seeds": {"broad": BROAD_SEED, "targeted": TARGETED_SEED, "permutations": list(PERMUTATION_SEEDS)},
+            "seeds": {**rel.seeds, "permutations": list(PERMUTATION_SEEDS)},
             "configs": list(CONFIGS),
             "counts": counts,
             "gate_tables": rel.gate_tables,
@@ -148,6 +151,8 @@ def export_release(out_dir: Path, builder_cls, get_release: Callable[[], Release
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    finally:
+        builder_cls.active_release = None
     return manifest
 
 
