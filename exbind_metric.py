@@ -78,12 +78,9 @@ class ExBindMetric(evaluate.Metric):
         result = aggregate(records)
         result["metric_version"] = METRIC_VERSION
         result["reference_schema"] = REFERENCE_SCHEMA
-        result["generator_version"] = _generator_version(references)
+        versions = sorted({r["generator_version"] for r in records if r.get("generator_version")})
+        result["generator_version"] = versions[0] if len(versions) == 1 else (versions or None)
         if return_per_case:
             result["per_case"] = records
         return result
 
-
-def _generator_version(references):
-    """Generator version named by the references (they carry the schema, not the generator)."""
-    return "exbind.generator.v1" if references else None

@@ -132,7 +132,8 @@ _REQUIRED_REFERENCE_FIELDS = (
 def load_reference(reference: str) -> dict:
     """Parse and index one ``reference`` JSON string (cached: rows repeat across batches).
 
-    Keys of the payload (SPEC §11): ``schema`` (== :data:`REFERENCE_SCHEMA`), ``case_id``,
+    Keys of the payload (SPEC §11): ``schema`` (== :data:`REFERENCE_SCHEMA`),
+    ``generator_version``, ``case_id``,
     ``parent_case_id``, ``latent_id``, ``group_id``, ``suite``, ``format``, ``family``,
     ``condition``, ``output_keys``, ``gold``, ``declared_order``, ``applicable_stages``,
     ``candidates`` (list in released order; each ``{"id", "type", "semantic_id", "entity",
@@ -433,7 +434,9 @@ def _record(ref, status, parse_path, predicted, latent, scores, violations, firs
         "family": ref["family"],
         "condition": ref.get("condition"),
         "group_id": ref.get("group_id"),
+        "parent_case_id": ref.get("parent_case_id"),
         "latent_id": ref.get("latent_id"),
+        "generator_version": ref.get("generator_version"),
     }
 
 
@@ -452,7 +455,8 @@ def score_reference(ref: dict, predicted: Optional[dict], parse_path: str = "str
         ``possible_first_violations`` (every violated stage can come first under some
         admissible order, so the list equals the violation set; ``["exact"]`` or
         ``["none"]`` when it is empty), ``reason``; plus ``format``, ``family``,
-        ``condition``, ``group_id``, ``latent_id`` for aggregation.
+        ``condition``, ``group_id``, ``parent_case_id``, ``latent_id``, ``generator_version`` for
+        aggregation.
     """
     if predicted is None:
         return _unscored(ref, "unresolved", parse_path, "no reference could be read")

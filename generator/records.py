@@ -166,6 +166,7 @@ class ExBindRecord:
         """The metric's payload (SPEC §11): exactly what scoring needs, never the observation."""
         return {
             "schema": REFERENCE_SCHEMA,
+            "generator_version": GENERATOR_VERSION,
             "case_id": self.id,
             "parent_case_id": self.parent_case_id,
             "latent_id": self.latent_id,

@@ -21,7 +21,18 @@ def _fmt_rate(x) -> str:
     return "  n/a" if x is None else f"{x:.3f}"
 
 
-def _table(headers: list[str], rows: list[list], title: str) -> str:
+def format_table(headers: list[str], rows: list[list], title: str) -> str:
+    """A plain aligned text table: ``title``, a rule, the header, a rule, the rows, a rule.
+
+    Args:
+        headers: column names; the first column is left-aligned, the others right-aligned.
+        rows: one list of cells per row (any values; printed with ``str``), each as long
+            as ``headers``.
+        title: the line printed above the table.
+
+    Returns:
+        The table as one string without a trailing newline.
+    """
     cells = [headers] + [[str(c) for c in r] for r in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
     line = lambda r: "  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths)))  # noqa: E731
@@ -36,7 +47,7 @@ def composition_table(manifest: dict) -> str:
         by = manifest["counts"][config]["by_format_condition"]
         per_fmt = [sum(by.get(f, {}).values()) for f in FORMAT_ORDER]
         rows.append([config] + [v or "-" for v in per_fmt] + [manifest["counts"][config]["rows"]])
-    return _table(["config", *FORMAT_ORDER, "total"], rows, "Composition (rows per config and format)")
+    return format_table(["config", *FORMAT_ORDER, "total"], rows, "Composition (rows per config and format)")
 
 
 def gate_table(manifest: dict) -> str:
@@ -58,7 +69,7 @@ def gate_table(manifest: dict) -> str:
             rows.append(["Gold-rank variation", "passed" if ok else "FAILED"])
         rows.append(["Accepted latents", f"{g['accepted']}/{g['attempted']} attempts (rejected: {rejected})"])
         rows.append(["Accepted records", f"{g['accepted_records']}"])
-        out.append(_table(["Gate", "Result"], rows, f"Gates: {suite} suite ({g['n']} records)"))
+        out.append(format_table(["Gate", "Result"], rows, f"Gates: {suite} suite ({g['n']} records)"))
     checks = manifest["suite_checks"]
     out.append(
         "Suite checks: broad/targeted disjoint "
@@ -87,8 +98,8 @@ def baseline_tables(export_dir: Path) -> str:
                 res = results[name] if fmt == "all" else results[name]["by_format"][fmt]
                 cells.append(f"{res['n_exact']}/{res['n']} {_fmt_rate(res['exact_accuracy'])}")
             rows.append(cells)
-        out.append(_table(["format", "n", "random", "lexical-only", "type-only", "oracle"], rows,
-                          f"Baselines on {config} (exact; gate baselines abstain on ties)"))
+        out.append(format_table(["format", "n", "random", "lexical-only", "type-only", "oracle"], rows,
+                                 f"Baselines on {config} (exact; gate baselines abstain on ties)"))
     return "\n\n".join(out)
 
 

@@ -1,0 +1,183 @@
+"""Scoring throughput: the core scorer and the ``evaluate`` metric against a json.loads floor.
+
+Usage (from the repository root)::
+
+    python scripts/benchmark_scoring.py              # 100,000 predictions, all three timings
+    python scripts/benchmark_scoring.py --n 20000 --skip-evaluate
+
+What it measures, in one run over the same prediction strings (a seeded, realistic mix over
+real references of every family and format; see :func:`make_predictions`):
+
+- ``floor``: ``json.loads`` of every prediction string (a failure counts as handled);
+- ``core``: ``exbind_scoring.score_prediction`` on every (prediction, reference) pair plus
+  one ``exbind_aggregate.aggregate`` over all records, which is what ``compute()`` runs;
+- ``evaluate``: ``evaluate.load(exbind_metric.py)``, ``add_batch`` in batches of
+  ``--batch-size`` and one ``compute()`` (includes Arrow writing and reading of the
+  reference strings, which dominates).
+
+Each line prints predictions per second and the ratio of its time to the floor's time;
+the project target is core <= 5x the floor. The reference cache of ``load_reference`` is
+warmed before timing (references repeat across batches in real loops; their number is
+bounded by the dataset size, not by the number of predictions).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import random
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO_ROOT))
+
+import exbind_scoring  # noqa: E402
+from exbind_aggregate import aggregate  # noqa: E402
+from exbind_scoring import load_reference, score_prediction  # noqa: E402
+
+
+def real_references(per_family: int = 6) -> list[str]:
+    """Reference strings of ``per_family`` broad latents per family (every format) plus a few targeted."""
+    from generator.release import broad_plans, generate_latent, targeted_plans
+
+    refs: list[str] = []
+    counts: dict[str, int] = {}
+    for plan in broad_plans():
+        if counts.get(plan.family, 0) < per_family:
+            counts[plan.family] = counts.get(plan.family, 0) + 1
+            refs.extend(generate_latent(plan).references)
+    seen = set()
+    for plan in targeted_plans():
+        if plan.condition not in seen:
+            seen.add(plan.condition)
+            refs.extend(generate_latent(plan).references)
+    return refs
+
+
+def _answer(ref: dict, rng: random.Random) -> dict:
+    """A reference-shaped answer: gold, a random candidate, or an unknown id."""
+    ids = [c["id"] for c in ref["candidates"]]
+    roll = rng.random()
+    if roll < 0.4:
+        return dict(ref["gold"])
+    if roll < 0.9:
+        return {k: rng.choice(ids) for k in ref["output_keys"]}
+    return {k: "zz_" + rng.choice(ids) for k in ref["output_keys"]}
+
+
+def make_predictions(references: list[str], n: int, seed: int = 0) -> tuple[list[str], list[str]]:
+    """``n`` (prediction, reference) pairs: a realistic mix of model-output shapes.
+
+    About 55% strict JSON (compact or spaced, sometimes an alias key), 15% fenced,
+    15% prose around an object, 5% echoed candidate rows or wrong shapes, 10% garbage
+    (truncated JSON, plain prose, empty strings).
+    """
+    rng = random.Random(seed)
+    parsed = [load_reference(r) for r in references]
+    preds, refs = [], []
+    for _ in range(n):
+        i = rng.randrange(len(references))
+        ref = parsed[i]
+        answer = _answer(ref, rng)
+        roll = rng.random()
+        if roll < 0.45:
+            text = json.dumps(answer)
+        elif roll < 0.55:
+            key = "id" if len(answer) == 1 else None
+            text = json.dumps({key: next(iter(answer.values()))} if key else answer, separators=(",", ":"))
+        elif roll < 0.70:
+            text = "```json\n" + json.dumps(answer, indent=2) + "\n```"
+        elif roll < 0.85:
+            text = f"Looking at the candidates, the target is {json.dumps(answer)}. I am confident in this answer."
+        elif roll < 0.90:
+            text = json.dumps(rng.choice([{"candidate_id": rng.choice(ref["candidates"])["id"]}, [answer], "x"]))
+        else:
+            text = rng.choice([
+                json.dumps(answer)[:-3],
+                "I cannot determine the target from the observation.",
+                "",
+                "{cell_id: cell_r01_c01",
+                "The answer is the red circle.",
+            ])
+        preds.append(text)
+        refs.append(references[i])
+    return preds, refs
+
+
+def _time(fn) -> float:
+    gc.collect()
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def floor(preds: list[str]) -> None:
+    loads = json.loads
+    for p in preds:
+        try:
+            loads(p)
+        except ValueError:
+            pass
+
+
+def core(preds: list[str], refs: list[str]) -> dict:
+    return aggregate([score_prediction(p, r) for p, r in zip(preds, refs)])
+
+
+def through_evaluate(preds: list[str], refs: list[str], batch_size: int) -> dict:
+    import evaluate
+
+    cache = tempfile.mkdtemp(prefix="exbind-bench-")
+    metric = evaluate.load(str(REPO_ROOT / "exbind_metric.py"), cache_dir=cache, experiment_id=uuid.uuid4().hex)
+    for s in range(0, len(preds), batch_size):
+        metric.add_batch(predictions=preds[s:s + batch_size], references=refs[s:s + batch_size])
+    return metric.compute()
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=100_000, help="number of predictions (default 100000)")
+    ap.add_argument("--batch-size", type=int, default=1000, help="add_batch size for the evaluate run")
+    ap.add_argument("--skip-evaluate", action="store_true", help="time only the floor and the core scorer")
+    ap.add_argument("--profile", action="store_true", help="print a cProfile of the core scorer")
+    args = ap.parse_args(argv)
+
+    references = real_references()
+    preds, refs = make_predictions(references, args.n)
+    families = sorted({load_reference(r)["family"] for r in references})
+    formats = sorted({load_reference(r)["format"] for r in references})
+    print(f"{args.n} predictions over {len(references)} references; families {families}; formats {formats}")
+
+    t_floor = _time(lambda: floor(preds))
+    result: dict = {}
+    t_core = _time(lambda: result.update(core(preds, refs)))
+    rows = [("json.loads floor", t_floor), ("core scorer + aggregate", t_core)]
+    if not args.skip_evaluate:
+        ev: dict = {}
+        t_eval = _time(lambda: ev.update(through_evaluate(preds, refs, args.batch_size)))
+        rows.append((f"evaluate add_batch({args.batch_size})/compute", t_eval))
+        assert ev["n_exact"] == result["n_exact"] and ev["statuses"] == result["statuses"], "evaluate != core"
+    print(f"statuses {result['statuses']}; parse paths {result['parse_paths']}; exact {result['exact_accuracy']:.3f}")
+    print(f"{'path':<36}{'seconds':>10}{'pred/s':>14}{'x floor':>10}")
+    for name, t in rows:
+        print(f"{name:<36}{t:>10.3f}{args.n / t:>14,.0f}{t / t_floor:>10.2f}")
+    if args.profile:
+        import cProfile
+        import pstats
+
+        exbind_scoring.load_reference.cache_clear()
+        for r in references:
+            load_reference(r)
+        prof = cProfile.Profile()
+        prof.runcall(core, preds, refs)
+        pstats.Stats(prof).sort_stats("tottime").print_stats(15)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

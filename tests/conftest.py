@@ -1,0 +1,47 @@
+"""Shared fixtures. Every test run uses a temporary Hugging Face cache (datasets, evaluate
+modules) and never reaches the network."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+_HF_HOME = tempfile.mkdtemp(prefix="exbind-tests-hf-")
+os.environ["HF_HOME"] = _HF_HOME
+os.environ["HF_DATASETS_CACHE"] = os.path.join(_HF_HOME, "datasets")
+os.environ["HF_HUB_OFFLINE"] = "1"
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO_ROOT))
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def export_dir(tmp_path_factory) -> Path:
+    """A full release export (all configs), built once per test session."""
+    from exbind import ExBind, release
+    from generator.export import export_release
+
+    out = tmp_path_factory.mktemp("export") / "exbind"
+    export_release(out, ExBind, release, show_progress=False)
+    return out
+
+
+@pytest.fixture(scope="session")
+def loaded(export_dir):
+    """``{config: datasets.Dataset}`` loaded from the export with a fresh cache."""
+    import datasets
+
+    cache = tempfile.mkdtemp(prefix="exbind-load-")
+    from generator.release import CONFIGS
+
+    return {c: datasets.load_dataset(str(export_dir), c, split="test", cache_dir=cache) for c in CONFIGS}
+
+
+@pytest.fixture(scope="session")
+def rows(loaded):
+    """``{config: [row dicts]}`` without decoded images (fast to iterate)."""
+    return {c: list(ds.remove_columns(["image"])) for c, ds in loaded.items()}

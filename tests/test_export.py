@@ -1,0 +1,132 @@
+"""The Hub-ready export: determinism, atomicity, fresh reloads, the card's YAML and the
+manifest's gate tables."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from pathlib import Path
+
+import datasets
+import pytest
+import yaml
+
+from exbind import ExBind, release
+from generator.export import MANIFEST_NAME, export_release, sha256_file, verify_manifest
+from generator.release import CONFIGS, build_release
+
+# Image-free configs hash the same on every machine (no rasterizer in the bytes).
+TARGETED_TABLE_RECORDS_SHA256 = "5ecd7f1d52059d1bd52a72dda1eccb7fcb2f9d34b3ea3f26c9c18e96546d283e"
+
+
+def _files(folder: Path) -> dict[str, str]:
+    return {p.relative_to(folder).as_posix(): sha256_file(p) for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_two_builds_are_byte_identical_whatever_the_process_count(export_dir, tmp_path):
+    other = tmp_path / "exbind"
+    export_release(other, ExBind, lambda: build_release(processes=1), show_progress=False)
+    assert _files(other) == _files(export_dir)
+
+
+def test_manifest_hashes_every_file_and_pins_the_records(export_dir):
+    assert verify_manifest(export_dir) == []
+    manifest = json.loads((export_dir / MANIFEST_NAME).read_text())
+    assert set(manifest["files"]) == {p for p in _files(export_dir) if p != MANIFEST_NAME}
+    assert manifest["generator_version"] == "exbind.generator.v1"
+    assert manifest["seeds"] == {"broad": 20260823, "targeted": 20260824,
+                                 "permutations": [2026082401, 2026082402, 2026082403]}
+    assert manifest["counts"]["broad"]["by_format_condition"] == {
+        "canvas": {"none": 50}, "dom": {"none": 25}, "graph": {"none": 50},
+        "svg": {"none": 25}, "table": {"none": 50}, "tree": {"none": 50}}
+    assert manifest["counts"]["targeted_table"]["by_format_condition"] == {
+        "table": {"compact": 40, "conjunctive": 40, "high_candidate": 40}}
+    assert manifest["canonical_records_sha256"]["targeted_table"] == TARGETED_TABLE_RECORDS_SHA256
+
+
+def test_gate_tables_match_paper_table_6_form(export_dir):
+    gates = json.loads((export_dir / MANIFEST_NAME).read_text())["gate_tables"]
+    t = gates["targeted"]
+    assert t["unique_gold"] == {"passed": 240, "n": 240}
+    assert (t["structural_oracle"], t["target_id_leakage"], t["lexical_only"], t["type_only"]) == (1.0, 0.0, 0.0, 0.0)
+    assert (t["accepted"], t["attempted"], t["rejected"], t["accepted_records"]) == (240, 240, {}, 240)
+    assert round(t["random_expectation"], 3) == 0.029
+    b = gates["broad"]
+    assert b["unique_gold"] == {"passed": 250, "n": 250}
+    assert (b["structural_oracle"], b["target_id_leakage"], b["type_only"]) == (1.0, 0.0, 0.0)
+    assert b["lexical_only"] == 0.2  # graph instructions name both endpoints: 50/250
+    checks = json.loads((export_dir / MANIFEST_NAME).read_text())["suite_checks"]
+    assert checks["disjoint_broad_targeted"] == {"passed": True, "overlap": 0}
+    assert checks["gold_rank_variation"]["targeted_table"]["passed"] is True
+    assert checks["balance_targeted_table"]["passed"] is True
+
+
+def test_card_yaml_names_each_content_addressed_file(export_dir):
+    text = (export_dir / "README.md").read_text()
+    meta = yaml.safe_load(text.split("---")[1])
+    configs = {c["config_name"]: c for c in meta["configs"]}
+    assert sorted(configs) == sorted(CONFIGS)
+    assert configs["broad"].get("default") is True
+    assert sum(bool(c.get("default")) for c in configs.values()) == 1
+    for name, c in configs.items():
+        (entry,) = c["data_files"]
+        assert entry["split"] == "test"
+        assert (export_dir / entry["path"]).is_file()
+        assert sha256_file(export_dir / entry["path"])[:16] in entry["path"]
+    infos = {i["config_name"]: i for i in meta["dataset_info"]}
+    assert infos["targeted_table"]["splits"] == [{"name": "test", "num_bytes": infos["targeted_table"]["splits"][0]["num_bytes"],
+                                                  "num_examples": 120}]
+    assert {"name": "image", "dtype": "image"} in infos["broad"]["features"]
+
+
+def test_load_dataset_by_folder_name_from_the_working_directory(export_dir, tmp_path, monkeypatch):
+    shutil.copytree(export_dir, tmp_path / "exbind")
+    shutil.copy(Path(__file__).resolve().parent.parent / "exbind.py", tmp_path / "exbind.py")
+    monkeypatch.chdir(tmp_path)
+    ds = datasets.load_dataset("exbind", "targeted_table", split="test", cache_dir=str(tmp_path / "cache"))
+    assert ds.num_rows == 120
+    assert isinstance(ds.features["image"], datasets.Image)
+    broad = datasets.load_dataset("exbind", "broad", split="test", cache_dir=str(tmp_path / "cache"))
+    svg = broad.filter(lambda r: r["format"] == "svg")
+    assert svg[0]["image"].format == "PNG" and svg[0]["image"].size == (440, 360)
+
+
+def test_failed_build_leaves_the_previous_export_untouched(export_dir, tmp_path):
+    out = tmp_path / "exbind"
+    shutil.copytree(export_dir, out)
+    before = _files(out)
+
+    def broken_release():
+        raise RuntimeError("gate failed")
+
+    with pytest.raises(RuntimeError, match="gate failed"):
+        export_release(out, ExBind, broken_release, show_progress=False)
+
+    class FailsOnThirdConfig(ExBind):
+        def _generate_examples(self):
+            if self.config.name == CONFIGS[2]:
+                raise RuntimeError("disk full")
+            yield from super()._generate_examples()
+
+    with pytest.raises(Exception, match="error occurred while generating"):
+        export_release(out, FailsOnThirdConfig, release, show_progress=False)
+    assert _files(out) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["exbind"]
+
+
+def test_reload_after_a_changed_rebuild_returns_the_new_rows(tmp_path):
+    out = tmp_path / "exbind"
+    cache = str(tmp_path / "cache")
+    first = build_release(processes=2)
+    export_release(out, ExBind, lambda: first, show_progress=False)
+    old = datasets.load_dataset(str(out), "targeted_table", split="test", cache_dir=cache)["instruction"]
+    assert old == [r.case.instruction for r in first.configs["targeted_table"]]
+
+    second = build_release(processes=2, targeted_seed=20260825)
+    export_release(out, ExBind, lambda: second, show_progress=False)
+    new = datasets.load_dataset(str(out), "targeted_table", split="test", cache_dir=cache)["instruction"]
+    assert new == [r.case.instruction for r in second.configs["targeted_table"]]
+    assert new != old
+    manifest = json.loads((out / MANIFEST_NAME).read_text())
+    assert manifest["seeds"]["targeted"] == 20260825
