@@ -220,12 +220,35 @@ def aggregate(records: list[dict]) -> dict:
 _PERM_SUFFIX = re.compile(r"^(?P<parent>.+)__perm(?P<k>\d+)$")
 
 
-def _parent_and_index(record: dict) -> tuple[str, int | None]:
-    """(parent case id, permutation index or None) of a variant record (SPEC §11 ids)."""
-    case_id = record["case_id"]
-    match = _PERM_SUFFIX.match(case_id)
-    parent = record.get("parent_case_id") or (match.group("parent") if match else case_id)
-    return parent, (int(match.group("k")) if match else None)
+def group_variants(variant_records: list[dict]) -> dict[str, list[tuple[int, dict]]]:
+    """Variant rows per parent case id, each with its variant index (SPEC §11 ids).
+
+    A row's parent is its ``parent_case_id`` when the per-case record carries one, else the
+    ``<parent>`` of a ``<parent>__perm<k>`` case id, else its own ``case_id`` (the
+    column-metadata rows keep their case ids). Its index is ``k`` of ``__perm<k>``, else
+    its position among its parent's variant rows, counting from 1.
+
+    Args:
+        variant_records: per-case records (:func:`exbind_scoring.score_prediction`).
+
+    Returns:
+        ``{parent case id: [(index, record), ...]}`` in input order.
+
+    Raises:
+        ValueError: when a case id appears twice.
+    """
+    out: dict[str, list[tuple[int, dict]]] = {}
+    seen: set[str] = set()
+    for r in variant_records:
+        case_id = r["case_id"]
+        if case_id in seen:
+            raise ValueError(f"variant_records: case id {case_id!r} appears twice")
+        seen.add(case_id)
+        match = _PERM_SUFFIX.match(case_id)
+        parent = r.get("parent_case_id") or (match.group("parent") if match else case_id)
+        rows = out.setdefault(parent, [])
+        rows.append((int(match.group("k")) if match else len(rows) + 1, r))
+    return out
 
 
 def paired_comparison(original_records: list[dict], variant_records: list[dict], resamples: int = 10000,
@@ -236,11 +259,10 @@ def paired_comparison(original_records: list[dict], variant_records: list[dict],
     candidate permutations; column-metadata ablation: original vs explicit column field);
     SPEC §5 "paired bootstrap".
 
-    A variant record belongs to parent ``parent_case_id`` when its per-case record carries
-    one (permuted rows ``<parent>__perm<k>``), else to the parent named by a ``__perm<k>``
-    suffix, else to its own ``case_id`` (column-metadata rows keep their case ids). For each
-    parent *p* present in both sets, ``d_p = mean(exact over p's variant rows) -
-    exact(original p)``; the statistic is ``delta = mean_p d_p`` (e.g. 77, 71 and 68 of 120
+    Variant rows are matched to their parent by :func:`group_variants` (``parent_case_id``,
+    else a ``<parent>__perm<k>`` case id, else the same case id). For each parent *p*
+    present in both sets, ``d_p = mean(exact over p's variant rows) - exact(original p)``;
+    the statistic is ``delta = mean_p d_p`` (e.g. 77, 71 and 68 of 120
     exact under three permutations vs 63 of 120 original: ``216/360 - 63/120 = +0.075``).
     The interval is a percentile bootstrap over parents (``scipy.stats.bootstrap``,
     ``method="percentile"``, ``rng=numpy.random.default_rng(seed)``): a parent's repeated
@@ -261,9 +283,8 @@ def paired_comparison(original_records: list[dict], variant_records: list[dict],
         parent is paired), ``ci`` (``[low, high]``; None with fewer than two parents; the
         point itself when every ``d_p`` is equal), ``original_exact`` (exact count over the
         paired parents), ``variant_exact`` ({variant index as a string: exact count}; the
-        index is ``k`` of ``__perm<k>``, else the row's position among its parent's variant
-        rows, from 1), ``variant_rows`` ({index: row count}), ``improved`` / ``regressed``
-        (parents with ``d_p > 0`` / ``< 0``), ``order_sensitive`` (parents whose exactness
+        index of :func:`group_variants`), ``variant_rows`` ({index: row count}),
+        ``improved`` / ``regressed`` (parents with ``d_p > 0`` / ``< 0``), ``order_sensitive`` (parents whose exactness
         differs across the original and its variants), ``unpaired_original`` and
         ``unpaired_variant`` (sorted parent ids present on one side only; never silently
         dropped), ``resamples``, ``seed``, ``confidence``.
@@ -277,15 +298,8 @@ def paired_comparison(original_records: list[dict], variant_records: list[dict],
         if r["case_id"] in originals:
             raise ValueError(f"original_records: case id {r['case_id']!r} appears twice")
         originals[r["case_id"]] = int(r["scores"]["exact"])
-    variants: dict[str, list[tuple[int, int]]] = {}
-    seen: set[str] = set()
-    for r in variant_records:
-        if r["case_id"] in seen:
-            raise ValueError(f"variant_records: case id {r['case_id']!r} appears twice")
-        seen.add(r["case_id"])
-        parent, k = _parent_and_index(r)
-        rows = variants.setdefault(parent, [])
-        rows.append((k if k is not None else len(rows) + 1, int(r["scores"]["exact"])))
+    variants = {parent: [(k, int(r["scores"]["exact"])) for k, r in rows]
+                for parent, rows in group_variants(variant_records).items()}
     parents = sorted(set(originals) & set(variants))
     diffs = []
     variant_exact: Counter = Counter()

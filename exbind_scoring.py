@@ -216,33 +216,28 @@ def _loads(text: str):
 
 
 _FENCE = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\n?(.*?)```", re.DOTALL)
-_MAX_EXTRACT_SPANS = 64
+_MAX_EXTRACT_STARTS = 512
 
 
-def _balanced_object_spans(text: str) -> list[tuple[int, int]]:
-    """Spans ``(start, end)`` of balanced ``{...}`` substrings, ordered by end position.
+def _embedded_objects(text: str) -> list[tuple[int, Any]]:
+    """Every JSON object that starts at a ``{`` of ``text``: ``[(end, value)]`` by end.
 
-    Braces inside double-quoted strings are ignored once an object is open.
+    Each of the last :data:`_MAX_EXTRACT_STARTS` ``{`` positions is decoded with
+    ``json.JSONDecoder.raw_decode``, so a stray brace or quote in the prose before an
+    answer never hides it (a hand-rolled brace/quote scanner loses its pairing there).
+    Nested objects are all returned; ``end`` is the index just past the closing brace.
     """
-    spans = []
-    stack: list[int] = []
-    in_string = False
-    escaped = False
-    for i, ch in enumerate(text):
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"' and stack:
-            in_string = True
-        elif ch == "{":
-            stack.append(i)
-        elif ch == "}" and stack:
-            spans.append((stack.pop(), i + 1))
-    return spans
+    decoder = json.JSONDecoder(object_pairs_hook=_object_pairs)
+    starts = [i for i, ch in enumerate(text) if ch == "{"][-_MAX_EXTRACT_STARTS:]
+    found = []
+    for start in starts:
+        try:
+            value, end = decoder.raw_decode(text, start)
+        except (ValueError, RecursionError):
+            continue
+        found.append((end, value))
+    found.sort(key=lambda item: item[0])
+    return found
 
 
 def recognised_keys(fmt: str) -> frozenset[str]:
@@ -275,10 +270,8 @@ def parse_prediction(text: Any, fmt: str) -> tuple[Any, str]:
         if ok:
             return value, "fenced"
     keys = recognised_keys(fmt)
-    spans = _balanced_object_spans(text)
-    for start, end in reversed(spans[-_MAX_EXTRACT_SPANS:]):
-        ok, value = _loads(text[start:end])
-        if ok and isinstance(value, dict) and keys.intersection(value):
+    for _end, value in reversed(_embedded_objects(text)):
+        if isinstance(value, dict) and keys.intersection(value):
             return value, "extracted"
     return None, "failed"
 
