@@ -86,10 +86,17 @@ class ExBind(datasets.GeneratorBasedBuilder):
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Command-line entry point; see ``python exbind.py --help``."""
+    """Command-line entry point; see ``python exbind.py --help``.
+
+    Subcommands: ``build`` (generate, gate, export, report) and ``score`` (score a
+    predictions JSONL against a config; :mod:`generator.score_report`).
+
+    Returns:
+        The exit status (0 on success; ``score`` returns 2 for input it cannot score).
+    """
     parser = argparse.ArgumentParser(
         prog="exbind.py",
-        description="Build, export and report the ExBind release.",
+        description="Build, export and report the ExBind release; score predictions against it.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="examples:\n  python exbind.py build\n  python exbind.py build --out /tmp/exbind --processes 1\n",
     )
@@ -100,7 +107,25 @@ def main(argv: list[str] | None = None) -> int:
     build.add_argument("--out", default="exbind", help="export folder (default ./exbind); replaced atomically")
     build.add_argument("--processes", type=int, default=None, help="generation processes (output is identical)")
     build.add_argument("--quiet", action="store_true", help="print only the export path")
+    score = sub.add_parser(
+        "score", help="score a predictions JSONL against a config and print the paper-style tables",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="examples:\n"
+               "  python exbind.py score --config targeted_table --predictions preds.jsonl --per-case scores.jsonl\n"
+               "  python exbind.py score --config targeted_table --predictions preds.jsonl \\\n"
+               "      --compare-config targeted_table_permuted --compare preds_permuted.jsonl --json report.json\n"
+               "prediction lines: {\"case_id\": \"...\", \"output\": \"<raw model output>\"}\n"
+               "exit status: 0 scored; 2 unreadable/duplicate/unknown input (the reason is printed)\n",
+    )
+    from generator.score_report import add_arguments as add_score_arguments
+
+    add_score_arguments(score)
     args = parser.parse_args(argv)
+
+    if args.command == "score":
+        from generator.score_report import run as run_score
+
+        return run_score(args)
 
     if args.command == "build":
         from generator.export import export_release
