@@ -128,8 +128,15 @@ def main(argv: list[str] | None = None) -> int:
         return run_score(args)
 
     if args.command == "build":
-        from generator.export import export_release
+        from generator.export import ExportPathError, check_export_target, export_release
         from generator.report import print_release_report
+
+        if args.processes is not None and args.processes < 1:
+            parser.error("--processes must be a positive integer")
+        try:
+            check_export_target(Path(args.out))
+        except ExportPathError as exc:
+            parser.error(str(exc))
 
         datasets.disable_progress_bars()
         manifest = export_release(Path(args.out), ExBind, lambda: release(args.processes, not args.quiet),

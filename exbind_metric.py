@@ -34,34 +34,124 @@ mapped back to the latent structure, and scored on every applicable structural c
 The first violated constraint under the family's declared order localizes the failure.
 """
 
-_KWARGS_DESCRIPTION = """
+_KWARGS_DESCRIPTION = r"""
 Args:
-    predictions: list of raw model output strings.
-    references: list of the dataset's ``reference`` strings (same order).
+    predictions: list of raw model output strings. Any text is scored (malformed JSON,
+        prose, empty strings: unresolved, never an exception), but ``evaluate`` stores
+        inputs in Arrow (UTF-8), so a string with a lone surrogate is refused by
+        ``add_batch`` / ``compute`` before scoring; decode model outputs with
+        ``errors="replace"`` (the core ``exbind_scoring.score_prediction`` accepts them).
+    references: list of the dataset's ``reference`` strings (same order, same length).
     return_per_case: when True, the result has ``per_case``: the per-case records in
         input order (``case_id``, ``status``, ``parse_path``, ``predicted``,
         ``predicted_latent``, ``scores``, ``violations``, ``first_violation``,
-        ``possible_first_violations``, ``reason``).
+        ``possible_first_violations``, ``reason``, plus ``format``, ``family``,
+        ``condition``, ``group_id``, ``parent_case_id``, ``latent_id``,
+        ``generator_version``).
 Returns:
-    A JSON-serializable dict: ``n``, ``n_valid``, ``validity``, ``n_exact``,
-    ``exact_accuracy``, ``exact_accuracy_ci`` (Wilson 95%), ``errors_after_validity``,
+    A dict of plain JSON-serializable Python values (``json.dumps(result,
+    allow_nan=False)`` works; an undefined rate is None, never NaN; n = 0 is allowed):
+    ``n``, ``n_valid``, ``validity``, ``n_exact``, ``exact_accuracy`` (rates in [0, 1]),
+    ``exact_accuracy_ci`` (Wilson 95% ``[low, high]``), ``errors_after_validity``,
     ``first_violation_counts``, ``first_violation_profile``, ``violation_set_counts``,
     ``possible_first_violations``, ``stage_accuracy``, ``dimension_accuracy``,
     ``applicability``, ``survival``, ``by_format``, ``by_family``, ``by_condition``,
     ``cross_format_consistency``, ``parse_paths``, ``statuses`` and the versions
-    ``metric_version``, ``reference_schema``, ``generator_version``.
+    ``metric_version``, ``reference_schema``, ``generator_version`` (SPEC §5, §11).
+    In distributed use only the process with ``process_id=0`` gets the result; the
+    others get None.
 Raises:
-    exbind_scoring.ReferenceError: when a reference is not an ExBind reference (the
-        message names the field); a malformed *prediction* never raises.
+    exbind_scoring.ReferenceError: when a reference is not an ExBind reference or has an
+        unknown ``schema`` version (the message names the field); a malformed
+        *prediction* never raises.
 Examples:
-    >>> metric = evaluate.load("exbind_metric.py")  # doctest: +SKIP
-    >>> result = metric.compute(predictions=['{"cell_id": "cell_r01_c00"}'], references=[row["reference"]])  # doctest: +SKIP
+    A reference is the ``reference`` column of any ExBind config (``batch["reference"]``).
+    To stay self-contained this example writes a minimal one by hand: a table whose
+    target is the ``status`` cell of row 1, three candidate cells.
+
+    >>> import json
+    >>> import evaluate
+    >>> def cell(row, col, column, value):
+    ...     return {"id": f"cell_r{row:02d}_c{col:02d}", "type": "cell", "entity": f"demo_row_{row}",
+    ...             "semantic_id": f"demo_row_{row}.{column}", "canonical": True, "text": value,
+    ...             "row": row, "column": column, "attributes": {"value": value}}
+    >>> stages = ["candidate_valid", "table_row", "table_column", "table_cell", "exact"]
+    >>> reference = json.dumps({
+    ...     "schema": "exbind.reference.v1", "generator_version": "exbind.generator.v1",
+    ...     "case_id": "demo__table", "parent_case_id": None, "latent_id": "demo", "group_id": None,
+    ...     "suite": "broad", "format": "table", "family": "table", "condition": None,
+    ...     "output_keys": ["cell_id"], "gold": {"cell_id": "cell_r01_c01"},
+    ...     "declared_order": stages, "applicable_stages": stages,
+    ...     "candidates": [cell(1, 0, "owner", "Team B"), cell(2, 1, "status", "paused"),
+    ...                    cell(1, 1, "status", "active")],
+    ...     "target": {"entity": "demo_row_1", "row": 1, "column": "status",
+    ...                "conditions": [["owner", "Team B"]]},
+    ...     "image_size": None, "gold_rank": 3})
+
+    Four model outputs: exact; the right row but the wrong column (inside prose); no
+    recoverable object; an id that is not a candidate (inside a code fence).
+
+    >>> outputs = ['{"cell_id": "cell_r01_c01"}',
+    ...            'The status cell is {"cell_id": "cell_r01_c00"}.',
+    ...            "{cell_id: cell_r01_c01",
+    ...            '```json\n{"id": "cell_r09_c09"}\n```']
+    >>> metric = evaluate.load("exbind_metric.py")  # or the file's absolute path
+    >>> result = metric.compute(predictions=outputs, references=[reference] * 4)
+    >>> result["n"], result["n_valid"], result["n_exact"], result["exact_accuracy"]
+    (4, 2, 1, 0.25)
+    >>> [round(x, 3) for x in result["exact_accuracy_ci"]]
+    [0.046, 0.699]
+    >>> result["first_violation_counts"]["table_column"], result["first_violation_counts"]["candidate_valid"]
+    (1, 2)
+    >>> result["statuses"]
+    {'invalid': 1, 'unresolved': 1, 'valid': 2}
+    >>> result["parse_paths"]
+    {'extracted': 1, 'failed': 1, 'fenced': 1, 'strict': 1}
+    >>> result["violation_set_counts"]
+    {'candidate_valid': 2, 'table_column+table_cell': 1, '{}': 1}
+    >>> _ = json.dumps(result, allow_nan=False)  # plain JSON values
+
+    In a training or evaluation loop, add each batch and compute once at the end; the
+    result equals one ``compute`` over all cases.
+
+    >>> for text in outputs:
+    ...     metric.add_batch(predictions=[text], references=[reference])
+    >>> metric.compute() == result
+    True
+
+    Per-case records localize each failure.
+
+    >>> case = metric.compute(predictions=outputs[1:2], references=[reference], return_per_case=True)["per_case"][0]
+    >>> case["status"], case["parse_path"], case["predicted"], case["first_violation"]
+    ('valid', 'extracted', {'cell_id': 'cell_r01_c00'}, 'table_column')
+    >>> case["scores"]
+    {'candidate_valid': 1, 'table_row': 1, 'table_column': 0, 'table_cell': 0, 'exact': 0}
+    >>> case["predicted_latent"]
+    {'entity': 'demo_row_1', 'semantic_id': 'demo_row_1.owner'}
 """
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
 class ExBindMetric(evaluate.Metric):
-    """The ExBind evaluator as an ``evaluate.Metric`` (SPEC §4-§5)."""
+    """The ExBind evaluator as an ``evaluate.Metric`` (SPEC §4-§5).
+
+    Input contract (``_info().features``): ``predictions`` and ``references`` are both
+    strings; references are the dataset's ``reference`` column. Scoring is
+    deterministic and stateless per case, so ``add_batch`` / ``add`` followed by one
+    ``compute()`` equals a single ``compute`` over all cases, in any batching.
+
+    Distributed use (several processes on one or more machines sharing a file system):
+    give every process the same ``num_process``, its own ``process_id`` and one shared,
+    unique ``experiment_id`` (plus the same ``cache_dir``)::
+
+        metric = evaluate.load("exbind_metric.py", num_process=world_size, process_id=rank,
+                               experiment_id=run_id, cache_dir=shared_dir)
+        metric.add_batch(predictions=local_outputs, references=local_batch["reference"])
+        result = metric.compute()  # the full result on rank 0, None elsewhere
+
+    ``evaluate`` gathers every process's cached predictions on process 0, which scores
+    them in rank order; the result equals a single-process compute over the union.
+    """
 
     def _info(self):
         return evaluate.MetricInfo(

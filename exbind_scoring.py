@@ -74,13 +74,27 @@ GRAPH_ALIASES = {
     "target_id": "target_id", "target": "target_id", "target_node_id": "target_id",
 }
 
+# Output keys and family of every surface format (SPEC §3; paper A.4 "schema").
+OUTPUT_KEYS: dict[str, tuple[str, ...]] = {
+    "svg": ("target_id",),
+    "canvas": ("target_id",),
+    "tree": ("target_id",),
+    "dom": ("dom_id",),
+    "graph": ("source_id", "target_id"),
+    "table": ("cell_id",),
+}
+FAMILY_OF_FORMAT: dict[str, str] = {
+    "svg": "relational", "canvas": "relational", "tree": "hierarchy", "dom": "hierarchy",
+    "graph": "graph", "table": "table",
+}
+
 # Relation words (paper §3 R; SPEC §4 "one geometric predicate per relation word").
 # Positions are latent grid cells (col, row); row grows downwards as in image space.
 RELATIONS = ("above", "below", "left_of", "right_of")
 
 
 def relation_holds(relation: str, position, anchor_position) -> bool:
-    """Whether an object at ``position`` is *directly* <relation> the anchor.
+    """Whether an object at ``position`` is <relation> the anchor in the same column (row).
 
     The same predicate serves the generator's uniqueness check and the scorer.
 
@@ -128,7 +142,6 @@ _REQUIRED_REFERENCE_FIELDS = (
 )
 
 
-@functools.lru_cache(maxsize=8192)
 def load_reference(reference: str) -> dict:
     """Parse and index one ``reference`` JSON string (cached: rows repeat across batches).
 
@@ -150,11 +163,17 @@ def load_reference(reference: str) -> dict:
         ReferenceError: when the string is not JSON, the schema is unknown, or a required
             field is missing; the message names the field and the fix.
     """
-    if not isinstance(reference, str):
+    if not isinstance(reference, str):  # checked before the cache: a dict is unhashable
         raise ReferenceError(
             f"references: expected the dataset's `reference` JSON string, got {type(reference).__name__}; "
             "pass batch['reference'] from an ExBind config"
         )
+    return _load_reference(reference)
+
+
+@functools.lru_cache(maxsize=8192)
+def _load_reference(reference: str) -> dict:
+    """The cached body of :func:`load_reference` (``reference`` is a str)."""
     try:
         payload = json.loads(reference)
     except (ValueError, RecursionError) as exc:
@@ -172,9 +191,7 @@ def load_reference(reference: str) -> dict:
     for name in _REQUIRED_REFERENCE_FIELDS:
         if name not in payload:
             raise ReferenceError(f"reference field `{name}` is missing (case {payload.get('case_id')!r})")
-    family = payload["family"]
-    if family not in DECLARED_ORDERS:
-        raise ReferenceError(f"reference field `family` is {family!r}; expected one of {sorted(DECLARED_ORDERS)}")
+    _validate_reference(payload)
     by_id = {c["id"]: c for c in payload["candidates"]}
     canonical = {c["entity"]: c["id"] for c in payload["candidates"] if c.get("canonical", True)}
     applicable = set(payload["applicable_stages"])
@@ -184,6 +201,60 @@ def load_reference(reference: str) -> dict:
         s for s in payload["declared_order"] if s in applicable and s not in ("candidate_valid", "exact")
     )
     return payload
+
+
+# Target-spec fields each family's stages and executor read (SPEC §11).
+_TARGET_FIELDS = {
+    "relational": {"entity": str, "attributes": dict, "anchor": str, "anchor_position": list, "relation": str},
+    "hierarchy": {"entity": str, "group": str, "path": list, "kind": str},
+    "graph": {"source": str, "target": str, "edge_label": str, "edges": list, "attributes": dict},
+    "table": {"entity": str, "row": int, "column": str, "conditions": list},
+}
+
+
+def _validate_reference(payload: dict) -> None:
+    """Check the structure the scorer relies on; raise :class:`ReferenceError` naming the field."""
+    case = payload.get("case_id")
+
+    def fail(field: str, problem: str):
+        raise ReferenceError(f"reference field `{field}` {problem} (case {case!r}); "
+                             "pass the dataset's `reference` column unchanged")
+
+    fmt, family = payload["format"], payload["family"]
+    if fmt not in OUTPUT_KEYS:
+        fail("format", f"is {fmt!r}; expected one of {sorted(OUTPUT_KEYS)}")
+    if family != FAMILY_OF_FORMAT[fmt]:
+        fail("family", f"is {family!r}; format {fmt!r} belongs to {FAMILY_OF_FORMAT[fmt]!r}")
+    if payload["output_keys"] != list(OUTPUT_KEYS[fmt]):
+        fail("output_keys", f"is {payload['output_keys']!r}; format {fmt!r} uses {list(OUTPUT_KEYS[fmt])}")
+    if payload["declared_order"] != list(DECLARED_ORDERS[family]):
+        fail("declared_order", f"differs from the {family} order {list(DECLARED_ORDERS[family])}")
+    stages = payload["applicable_stages"]
+    if not isinstance(stages, list) or not set(stages) <= set(DECLARED_ORDERS[family]):
+        fail("applicable_stages", f"must be a list drawn from {list(DECLARED_ORDERS[family])}")
+    cands = payload["candidates"]
+    if not isinstance(cands, list) or not cands:
+        fail("candidates", "must be a non-empty list of candidate objects")
+    for c in cands:
+        if not isinstance(c, dict) or not all(isinstance(c.get(k), str) for k in ("id", "type", "entity")):
+            fail("candidates", "entries need string `id`, `type` and `entity`")
+    ids = {c["id"] for c in cands}
+    if len(ids) != len(cands):
+        fail("candidates", "has duplicate ids")
+    gold = payload["gold"]
+    if (not isinstance(gold, dict) or list(gold) != list(OUTPUT_KEYS[fmt])
+            or not all(isinstance(v, str) and v in ids for v in gold.values())):
+        fail("gold", f"must map {list(OUTPUT_KEYS[fmt])} to candidate ids")
+    target = payload["target"]
+    if not isinstance(target, dict):
+        fail("target", "must be an object (the target spec)")
+    for name, kind in _TARGET_FIELDS[family].items():
+        if not isinstance(target.get(name), kind):
+            fail(f"target.{name}", f"must be a {kind.__name__} for the {family} family")
+
+
+load_reference.cache_clear = _load_reference.cache_clear  # type: ignore[attr-defined]
+load_reference.cache_info = _load_reference.cache_info  # type: ignore[attr-defined]
 
 
 # --------------------------------------------------------------------------- parsing
@@ -196,6 +267,9 @@ class _Pairs(dict):
 
 
 def _object_pairs(pairs):
+    obj = _Pairs(pairs)
+    if len(obj) == len(pairs):  # no key given twice: nothing can conflict (the common case)
+        return obj
     obj = _Pairs()
     conflicts = set()
     for key, value in pairs:
@@ -207,44 +281,65 @@ def _object_pairs(pairs):
     return obj
 
 
+# One decoder for every parse (json.loads with a hook builds a new one per call). Its C
+# scanner is what json.loads runs; ``_loads`` requires it to consume the whole text, which
+# is json.loads' rule for text without surrounding whitespace (callers strip or slice it).
+_SCAN = json.JSONDecoder(object_pairs_hook=_object_pairs).scan_once
+
+
+# The last character of any JSON text: a closing brace, bracket or quote, a digit, or the
+# end of true/false, null, NaN, Infinity. Text ending otherwise cannot be JSON, which
+# spares the scanner (and its exception) on prose and truncated answers.
+_JSON_LAST_CHARS = frozenset('}]"0123456789elNy')
+
+
 def _loads(text: str):
-    """json.loads that never raises: returns (ok, value)."""
-    try:
-        return True, json.loads(text, object_pairs_hook=_object_pairs)
-    except (ValueError, RecursionError, TypeError, MemoryError):
+    """json.loads (duplicate-aware objects) of whitespace-free-edged text that never raises: (ok, value)."""
+    if not text or text[-1] not in _JSON_LAST_CHARS:
         return False, None
+    try:
+        value, end = _SCAN(text, 0)
+    except (StopIteration, ValueError, RecursionError, TypeError, MemoryError):
+        return False, None
+    if end != len(text):
+        return False, None
+    return True, value
 
 
 _FENCE = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\n?(.*?)```", re.DOTALL)
-_MAX_EXTRACT_STARTS = 512
+_MAX_EXTRACT_STARTS = 256
+_OPEN_BRACE = re.compile(r"\{")
 
 
 def _embedded_objects(text: str) -> list[tuple[int, Any]]:
-    """Every JSON object that starts at a ``{`` of ``text``: ``[(end, value)]`` by end.
+    """Every JSON value that starts at one of the last :data:`_MAX_EXTRACT_STARTS` ``{``.
 
-    Each of the last :data:`_MAX_EXTRACT_STARTS` ``{`` positions is decoded with
-    ``json.JSONDecoder.raw_decode``, so a stray brace or quote in the prose before an
-    answer never hides it (a hand-rolled brace/quote scanner loses its pairing there).
-    Nested objects are all returned; ``end`` is the index just past the closing brace.
+    Returns ``[(end, value)]`` ordered by ``end`` (index just past the closing brace);
+    nested objects are all listed. Each ``{`` is decoded on its own by the JSON scanner,
+    so a stray brace or an odd quote in the prose before an answer cannot hide it (a
+    brace/quote pairing scanner loses its state there, e.g. ``the "{" key; {"cell_id": ..}``).
     """
-    decoder = json.JSONDecoder(object_pairs_hook=_object_pairs)
-    starts = [i for i, ch in enumerate(text) if ch == "{"][-_MAX_EXTRACT_STARTS:]
+    starts = [m.start() for m in _OPEN_BRACE.finditer(text)][-_MAX_EXTRACT_STARTS:]
     found = []
     for start in starts:
         try:
-            value, end = decoder.raw_decode(text, start)
-        except (ValueError, RecursionError):
+            value, end = _SCAN(text, start)
+        except (StopIteration, ValueError, RecursionError, TypeError, MemoryError):
             continue
         found.append((end, value))
     found.sort(key=lambda item: item[0])
     return found
 
 
+_GRAPH_KEYS = frozenset(GRAPH_ALIASES)
+_SINGLE_KEYS = frozenset(SINGLE_KEY_ALIASES)
+
+
 def recognised_keys(fmt: str) -> frozenset[str]:
     """Keys that make a JSON object count as an answer for format ``fmt``."""
     if fmt == "graph":
-        return frozenset(GRAPH_ALIASES)
-    return frozenset(SINGLE_KEY_ALIASES)
+        return _GRAPH_KEYS
+    return _SINGLE_KEYS
 
 
 def parse_prediction(text: Any, fmt: str) -> tuple[Any, str]:
@@ -261,19 +356,26 @@ def parse_prediction(text: Any, fmt: str) -> tuple[Any, str]:
     """
     if not isinstance(text, str):
         return None, "failed"
-    stripped = text.strip()
-    ok, value = _loads(stripped)
+    ok, value = _loads(text.strip())
     if ok:
         return value, "strict"
-    for body in _FENCE.findall(text):
-        ok, value = _loads(body.strip())
-        if ok:
-            return value, "fenced"
-    keys = recognised_keys(fmt)
+    if "```" in text:
+        for body in _FENCE.findall(text):
+            ok, value = _loads(body.strip())
+            if ok:
+                return value, "fenced"
+    if "{" not in text:
+        return None, "failed"
+    keys = _GRAPH_KEYS if fmt == "graph" else _SINGLE_KEYS
     for _end, value in reversed(_embedded_objects(text)):
-        if isinstance(value, dict) and keys.intersection(value):
+        if isinstance(value, dict) and not keys.isdisjoint(value):
             return value, "extracted"
     return None, "failed"
+
+
+@functools.lru_cache(maxsize=None)
+def _single_aliases(output_key: str) -> dict[str, str]:
+    return {k: output_key for k in SINGLE_KEY_ALIASES}
 
 
 def normalize_reference(value: Any, output_keys) -> tuple[Optional[dict], Optional[str]]:
@@ -293,7 +395,14 @@ def normalize_reference(value: Any, output_keys) -> tuple[Optional[dict], Option
     if not isinstance(value, dict):
         return None, f"expected a JSON object with {list(output_keys)}, got {type(value).__name__}"
     if len(output_keys) == 1:
-        aliases = {k: output_keys[0] for k in SINGLE_KEY_ALIASES}
+        single = output_keys[0]
+        if len(value) == 1 and not getattr(value, "conflicts", None):  # fast path: {"<alias>": "<id>"}
+            ((key, raw),) = value.items()
+            if key in _SINGLE_KEYS and isinstance(raw, str):
+                ident = raw.strip()
+                if ident:
+                    return {single: ident}, None
+        aliases = _single_aliases(single)
     else:
         aliases = GRAPH_ALIASES
     conflicts = getattr(value, "conflicts", frozenset())
@@ -361,35 +470,38 @@ def stage_scores(ref: dict, predicted: dict) -> dict[str, int]:
         return out
     (key,) = ref["output_keys"]
     cand = by_id[predicted[key]]
+    get, tget = cand.get, target.get
+    hierarchy = family == "hierarchy"
     for stage in ref["_stages"]:
         if stage == "identity":
-            if family == "hierarchy":
-                ok = cand.get("group") == target.get("group")
-            else:
-                ok = cand["entity"] == target["entity"]
+            ok = get("group") == tget("group") if hierarchy else cand["entity"] == target["entity"]
         elif stage == "attribute":
-            if family == "hierarchy":
-                ok = cand.get("kind") == target.get("kind")
+            if hierarchy:
+                ok = get("kind") == tget("kind")
             else:
-                attrs = _attrs(cand)
-                ok = all(attrs.get(k) == v for k, v in (target.get("attributes") or {}).items())
+                attrs = get("attributes") or {}
+                ok = True
+                for k, v in (tget("attributes") or {}).items():
+                    if attrs.get(k) != v:
+                        ok = False
+                        break
         elif stage == "anchor":
-            ok = cand["entity"] != target.get("anchor")
+            ok = cand["entity"] != tget("anchor")
         elif stage == "relation":
-            ok = relation_holds(target.get("relation"), cand.get("position"), target.get("anchor_position"))
+            ok = relation_holds(tget("relation"), get("position"), tget("anchor_position"))
         elif stage == "hierarchy":
-            ok = cand.get("path") == target.get("path")
+            ok = get("path") == tget("path")
         elif stage == "role":
-            ok = cand.get("role") == target.get("role")
+            ok = get("role") == tget("role")
         elif stage == "table_row":
-            ok = cand.get("row") == target.get("row")
+            ok = get("row") == tget("row")
         elif stage == "table_column":
-            ok = cand.get("column") == target.get("column")
+            ok = get("column") == tget("column")
         elif stage == "table_cell":
-            ok = cand.get("row") == target.get("row") and cand.get("column") == target.get("column")
+            ok = get("row") == tget("row") and get("column") == tget("column")
         else:
             raise ReferenceError(f"reference field `applicable_stages` has unknown stage {stage!r}")
-        out[stage] = int(ok)
+        out[stage] = 1 if ok else 0
     return out
 
 
@@ -404,9 +516,7 @@ def predicted_latent(ref: dict, predicted: dict) -> dict:
 
 
 def _unscored(ref: dict, status: str, parse_path: str, reason: str, predicted=None) -> dict:
-    scores = {"candidate_valid": 0}
-    scores.update({s: 0 for s in ref["_stages"]})
-    scores["exact"] = 0
+    scores = dict.fromkeys(("candidate_valid", *ref["_stages"], "exact"), 0)
     return _record(ref, status, parse_path, predicted, None, scores, ["candidate_valid"], "candidate_valid",
                    ["candidate_valid"], reason)
 
@@ -453,14 +563,15 @@ def score_reference(ref: dict, predicted: Optional[dict], parse_path: str = "str
     """
     if predicted is None:
         return _unscored(ref, "unresolved", parse_path, "no reference could be read")
-    unknown = [v for v in predicted.values() if v not in ref["_by_id"]]
-    if unknown:
-        return _unscored(ref, "invalid", parse_path, f"id {unknown[0]!r} is not in the candidate inventory",
-                         predicted)
+    by_id = ref["_by_id"]
+    for ident in predicted.values():
+        if ident not in by_id:
+            return _unscored(ref, "invalid", parse_path, f"id {ident!r} is not in the candidate inventory",
+                             predicted)
     structural = stage_scores(ref, predicted)
-    exact = int(predicted == ref["gold"])
+    exact = 1 if predicted == ref["gold"] else 0
     scores = {"candidate_valid": 1, **structural, "exact": exact}
-    violations = [s for s in ref["_stages"] if structural[s] == 0]
+    violations = [s for s, ok in structural.items() if not ok]
     if violations:
         first = violations[0]
         possible = list(violations)

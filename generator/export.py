@@ -91,6 +91,36 @@ def _write_card(out: Path, infos: dict, data_files: dict) -> None:
     (out / "README.md").write_text(str(card), encoding="utf-8")
 
 
+class ExportPathError(ValueError):
+    """The export folder would overwrite something that is not a previous ExBind export."""
+
+
+def check_export_target(out_dir: Path) -> Path:
+    """Refuse an export path that would destroy anything but a previous export.
+
+    Args:
+        out_dir: requested export folder.
+
+    Returns:
+        The resolved path.
+
+    Raises:
+        ExportPathError: when the path is a file, a non-empty folder without
+            ``exbind_manifest.json``, or contains the current folder or this repository.
+    """
+    out = Path(out_dir).resolve()
+    protected = {Path.cwd().resolve(), REPO_ROOT}
+    if any(p == out or out in p.parents for p in protected):
+        raise ExportPathError(f"--out {out_dir!s} contains the working folder or the repository; "
+                              "choose a dedicated folder such as ./exbind")
+    if out.exists() and not out.is_dir():
+        raise ExportPathError(f"--out {out_dir!s} is an existing file; choose a folder path")
+    if out.is_dir() and any(out.iterdir()) and not (out / MANIFEST_NAME).is_file():
+        raise ExportPathError(f"--out {out_dir!s} is a non-empty folder that is not an ExBind export "
+                              f"(no {MANIFEST_NAME}); refusing to replace it. Choose an empty or new folder")
+    return out
+
+
 def export_release(out_dir: Path, builder_cls, get_release: Callable[[], Release], show_progress: bool = True) -> dict:
     """Build every config and atomically replace ``out_dir`` with the export.
 
@@ -105,9 +135,11 @@ def export_release(out_dir: Path, builder_cls, get_release: Callable[[], Release
         The manifest dict (also written as ``exbind_manifest.json``).
 
     Raises:
+        ExportPathError: when ``out_dir`` is not a previous export, an empty folder or a
+            new path (checked before any work).
         RuntimeError: from the generator when a gate or suite check fails.
     """
-    out_dir = Path(out_dir).resolve()
+    out_dir = check_export_target(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     rel = get_release()
     datasets.disable_progress_bars()

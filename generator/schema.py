@@ -27,24 +27,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-# Output keys per surface format (SPEC §3 table; paper A.4 "schema").
-OUTPUT_KEYS: dict[str, tuple[str, ...]] = {
-    "svg": ("target_id",),
-    "canvas": ("target_id",),
-    "tree": ("target_id",),
-    "dom": ("dom_id",),
-    "graph": ("source_id", "target_id"),
-    "table": ("cell_id",),
-}
-
-FAMILY_OF_FORMAT: dict[str, str] = {
-    "svg": "relational",
-    "canvas": "relational",
-    "tree": "hierarchy",
-    "dom": "hierarchy",
-    "graph": "graph",
-    "table": "table",
-}
+# The scorer owns the format contract; the generator imports it (one copy).
+from exbind_scoring import FAMILY_OF_FORMAT, OUTPUT_KEYS  # noqa: E402
 
 CANDIDATE_TYPE_OF_FORMAT: dict[str, str] = {
     "svg": "svg_element",

@@ -108,11 +108,21 @@ def test_table_vocabularies_are_token_disjoint_from_instructions_and_other_colum
 
 def test_graph_vocabulary_names_share_no_token_with_labels_or_templates():
     data = graph_family.load_data()
-    words = set().union(*(tokenize(re.sub(r"\{[a-z]+\}", " ", t)) for t in data["instructions"]))
+    pools = data["instructions"]
+    assert sorted(pools) == ["source_first", "target_first"]
+    templates = pools["source_first"] + pools["target_first"]
+    words = set().union(*(tokenize(re.sub(r"\{[a-z]+\}", " ", t)) for t in templates))
     words |= set().union(*(tokenize(label) for label in data["edge_labels"]))
     names = data["node_names"]
-    assert len(data["instructions"]) == 6 and len(names) == len(set(names)) == 23
+    assert len(pools["source_first"]) == len(pools["target_first"]) == 6 and len(names) == len(set(names)) == 23
     assert all(len(tokenize(n)) == 1 and not tokenize(n) & words for n in names)
+    assert data["target_first_every"] == 2
+    # every template names each placeholder once; the pool fixes which node is mentioned first
+    for key, first, second in (("source_first", "{source}", "{target}"), ("target_first", "{target}", "{source}")):
+        for t in pools[key]:
+            assert t.count("{source}") == t.count("{target}") == t.count("{label}") == 1, t
+            assert t.index(first) < t.index(second), (key, t)
+            assert "source" in tokenize(t), t  # every template asks for the source explicitly
 
 
 # --- exact values for fixed seeds ---
@@ -168,6 +178,47 @@ def test_graph_fixed_seed_exact_values():
     assert case.target.attributes == (("source_name", "archiver"), ("target_name", "notifier"))
     assert all(c.roles == ["source", "target"] and c.candidate_type == "graph_node" for c in case.candidates)
     assert latent.degrees() == [4] * 7
+
+
+def test_graph_target_first_fixed_seed_exact_values():
+    """Slot 1 (odd): same RNG draws as slot 0, so the same graph and ids, but the target is named first."""
+    latent, case = _graph_case(3, 1, "g_0001")
+    base, base_case = _graph_case(3, 0, "g_0001")
+    assert latent.target_first is True and base.target_first is False
+    assert latent.canonical() == base.canonical()  # phrasing hint is not latent content
+    assert case.instruction == (
+        "Give the source and target of the edge that points to the notifier from the archiver"
+        " and is labelled 'depends on'."
+    )
+    assert case.gold() == base_case.gold() == {"source_id": "g_b8f0", "target_id": "g_9a0d"}
+    assert case.source == base_case.source and case.target == base_case.target
+    assert case.instruction.index("notifier") < case.instruction.index("archiver")
+
+
+def test_graph_mention_order_balanced_and_lexical_first_mention_fails_on_target_first():
+    """Broad graph cases: half name the target first; there the first-mention lexical
+    baseline returns the reversed pair (valid, identity and relation pass, role fails)."""
+    from exbind_scoring import score_prediction
+    from generator.baselines import lexical_only
+    from generator.release import broad_plans, generate_latent
+
+    plans = [p for p in broad_plans() if p.family == "graph"]
+    assert len(plans) == 50
+    vectors = Counter()
+    for plan in plans:
+        gen = generate_latent(plan)
+        (rec,), (ref,) = gen.records, gen.references
+        names = dict(rec.case.target.attributes)
+        instr = rec.case.instruction
+        target_first = instr.index(names["target_name"]) < instr.index(names["source_name"])
+        assert target_first == (plan.slot % 2 == 1)
+        scores = score_prediction(lexical_only(instr, ref), ref)["scores"]
+        vectors[(target_first, tuple(scores.items()))] += 1
+    keys = ("candidate_valid", "identity", "relation", "role", "exact")
+    assert vectors == {
+        (False, tuple(zip(keys, (1, 1, 1, 1, 1)))): 25,
+        (True, tuple(zip(keys, (1, 1, 1, 0, 0)))): 25,
+    }
 
 
 def test_determinism_same_seed_same_case():
@@ -276,7 +327,7 @@ def test_high_candidate_gold_ranks_reach_13_and_beyond():
 
 
 def test_graph_invariants_over_seeds():
-    n_reverse = 0
+    n_reverse = n_target_first = 0
     for seed in range(300):
         latent, case = _graph_case(2000 + seed, seed, f"gl_{seed:04d}")
         _common_checks(case)
@@ -297,6 +348,10 @@ def test_graph_invariants_over_seeds():
         # decoys: reversed edge (different label) in 4 of 5 slots; a same-label edge nearby
         assert latent.has_reverse == (seed % 5 != 4)
         n_reverse += latent.has_reverse
+        assert latent.target_first == (seed % 2 == 1)
+        src, dst = latent.names[latent.source], latent.names[latent.target]
+        assert (case.instruction.index(dst) < case.instruction.index(src)) == latent.target_first
+        n_target_first += latent.target_first
         if latent.has_reverse:
             rev = next(lab for s, t, lab in latent.edges if (s, t) == (latent.target, latent.source))
             assert rev != latent.label
@@ -305,3 +360,4 @@ def test_graph_invariants_over_seeds():
             lab == latent.label and {s, t} & ends and {s, t} != ends for s, t, lab in latent.edges
         )
     assert n_reverse == 240
+    assert n_target_first == 150

@@ -48,30 +48,38 @@ def test_fixed_seed_latent():
     assert (lat.target_module, lat.target_path, lat.target_kind, lat.target_role) == (2, (2, 1), "port", "output")
     assert lat.target_semantic_id() == "hier_t_0003_m2.s2.b1.out"
     assert h.instruction(lat) == "In Module F, pick the output port of the first block of stage 2."
-    assert len(h.nodes(lat)) == 45 == 3 * h.nodes_per_module(lat.block_paths)
+    assert len(h.nodes(lat)) == 57 == 3 * h.nodes_per_module(lat.block_paths)
 
 
 def test_fixed_seed_tree():
     case = compile_tree(_fixed_latent(), random.Random(11))
     assert (case.format, case.source_type) == ("tree", "tree_outline")
-    assert case.gold() == {"target_id": "n_2670"}
-    assert len(case.candidates) == 45
-    assert [c.candidate_id for c in case.candidates[:3]] == ["n_2f29", "n_28de", "n_e80a"]
-    assert case.source.splitlines()[:4] == [
+    assert case.gold() == {"target_id": "n_3318"}
+    assert len(case.candidates) == 57
+    assert [c.candidate_id for c in case.candidates[:3]] == ["n_3318", "n_3146", "n_1ce5"]
+    assert case.source.splitlines()[:6] == [
         '[n_eee6] module "Module E"',
         "  [n_5f53] stage",
         '    [n_e942] block "filter"',
         "      [n_1ce5] port input",
+        "      [n_0211] port output",
+        '      [n_670e] param "cutoff"',
     ]
     gold = case.candidate_by_semantic_id("hier_t_0003_m2.s2.b1.out")
     assert gold.text == "port output" and gold.candidate_type == "tree_node"
     assert gold.meaning.group == "hier_t_0003_m2" and gold.meaning.path == (2, 1)
-    assert "[n_2670] port output" in case.source
+    assert "[n_3318] port output" in case.source
     module = case.candidate_by_semantic_id("hier_t_0003_m2")
     assert module.text == 'module "Module F"'
     assert module.meaning.attributes == (("name", "Module F"),) and module.meaning.path == ()
     block = case.candidate_by_semantic_id("hier_t_0003_m2.s2.b1")
     assert block.text == 'block "merger"' and block.meaning.role is None and block.meaning.kind == "block"
+    param = case.candidate_by_semantic_id("hier_t_0003_m2.s2.b1.param")
+    assert param.text == 'param "lanes"' and param.candidate_type == "tree_node"
+    assert (param.meaning.group, param.meaning.path, param.meaning.role, param.meaning.kind) == (
+        "hier_t_0003_m2", (2, 1), None, "param")
+    assert param.meaning.attributes == (("name", "lanes"),)
+    assert f"[{param.candidate_id}] param \"lanes\"" in case.source
     stage = case.candidate_by_semantic_id("hier_t_0003_m2.s2")
     assert stage.text == "stage" and stage.meaning.path == (2,) and stage.meaning.attributes == ()
 
@@ -79,8 +87,8 @@ def test_fixed_seed_tree():
 def test_fixed_seed_dom():
     case = compile_dom(_fixed_latent(), random.Random(12))
     assert (case.format, case.source_type) == ("dom", "html_dom")
-    assert case.gold() == {"dom_id": "d_40a8"}
-    assert '<span id="d_40a8" class="port" data-role="output">out</span>' in case.source
+    assert case.gold() == {"dom_id": "d_48d4"}
+    assert '<span id="d_48d4" class="port" data-role="output">out</span>' in case.source
     texts = {c.meaning.kind: set() for c in case.candidates}
     for c in case.candidates:
         texts[c.meaning.kind].add(c.text)
@@ -89,15 +97,20 @@ def test_fixed_seed_dom():
         "stage": {""},
         "block": {"filter", "scaler", "merger", "cache"},
         "port": {"in", "out"},
+        "param": {"cutoff", "factor", "lanes", "ways"},
     }
-    # nesting mirrors the latent: 3 sections; wrapper + 6 stage divs + 12 block divs, all closed
+    param = case.candidate_by_semantic_id("hier_t_0003_m2.s2.b1.param")
+    assert f'<span id="{param.candidate_id}" class="param">lanes</span>' in case.source
+    # nesting mirrors the latent: 3 sections; wrapper + 6 stage divs + 12 block divs, all closed;
+    # each block holds two port spans and one param span
     assert case.source.count("<section ") == case.source.count("</section>") == 3
     assert case.source.count("<div ") == case.source.count("</div>") == 1 + 6 + 12
     assert case.source.count('class="stage"') == 6 and case.source.count('class="block"') == 12
+    assert case.source.count("<span ") == 36 and case.source.count('class="param"') == 12
 
 
 def test_targeted_balance_and_sizes():
-    for cond, depth, sizes in (("depth_2", 2, range(21, 41)), ("depth_3", 3, range(45, 64)), ("depth_4", 4, {93})):
+    for cond, depth, sizes in (("depth_2", 2, range(27, 53)), ("depth_3", 3, range(57, 82)), ("depth_4", 4, {117})):
         lats = [h.sample(random.Random(1000 + slot), f"hier_{slot}", cond, slot) for slot in range(40)]
         assert {lat.depth for lat in lats} == {depth}
         assert all(len(h.nodes(lat)) in sizes for lat in lats)
@@ -133,9 +146,14 @@ def test_vocabulary_disjoint_from_templates():
         for templates in by_depth.values():
             for t in templates:
                 template_words |= tokenize(re.sub(r"\{[a-z_]+\}", " ", t))
+    params = set(vocab["block_params"].values())
     names = set(vocab["block_names"]) | {w.lower() for w in vocab["module_words"] + vocab["module_letters"]}
-    assert not names & template_words
+    assert not (names | params | {"param"}) & template_words
     assert not set(vocab["block_names"]) & {w.lower() for w in vocab["module_words"]}
+    # one distinct single-token parameter name per block name, clashing with no other name
+    assert set(vocab["block_params"]) == set(vocab["block_names"])
+    assert len(params) == len(vocab["block_names"]) and all(tokenize(p) == {p} for p in params)
+    assert not params & names
 
 
 def test_decoy_gate_reports_missing_decoys():
@@ -170,6 +188,12 @@ def test_invariants_over_seeds():
                 (gold_id,) = case.gold().values()
                 assert case.candidate_by_semantic_id(match.semantic_id).candidate_id == gold_id
                 assert h.hierarchy_decoys_present(case) == (True, "ok")
+                # one role-less param per block; it shares a block target's group, path and role
+                # (kind differs only), and nothing but the other-role port shares a port target's slot
+                assert sum(m.kind == "param" for m in meanings) == len(lat.module_names) * len(lat.block_paths)
+                t = case.target
+                near = [m for m in meanings if (m.group, m.path, m.role) == (t.group, t.path, t.role)]
+                assert sorted(m.kind for m in near) == sorted([t.kind, "param"] if t.kind == "block" else [t.kind])
                 assert gold_id not in case.instruction
                 for cid in ids:
                     assert case.source.count(cid) == 1

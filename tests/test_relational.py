@@ -44,7 +44,7 @@ def test_fixed_seed_latent_and_instruction():
     assert latent.target_grouped is False
     assert len(latent.objects) == 7
     assert case.instruction == (
-        "Of the shapes in the scene, choose the purple circle placed directly below the green diamond."
+        "Of the shapes in the scene, choose the purple circle placed in the same column below the green diamond."
     )
     assert len(case.candidates) == 11  # 7 objects, 2 of them groups with 2 children each
     assert case.gold() == {"target_id": "e_4395"}
@@ -58,7 +58,7 @@ def test_fixed_seed_latent_and_instruction():
 
 def test_fixed_seed_canvas():
     latent, case = _case("canvas", 7, slot=5)
-    assert case.instruction.endswith("placed directly below the green diamond.")
+    assert case.instruction.endswith("placed in the same column below the green diamond.")
     assert len(case.candidates) == 7
     assert case.gold() == {"target_id": "o_eeb9"}
     assert case.source.count("// object o_") == 7
@@ -82,6 +82,31 @@ def test_balance_for_slot_covers_every_pair_and_balances_relations():
     counts = Counter(rel.balance_for_slot(s)[0] for s in range(25))
     assert sorted(counts.values()) == [6, 6, 6, 7]
     assert set(counts) == set(RELATIONS)
+
+
+def test_relation_phrases_state_the_predicate():
+    """The phrases say what relation_holds means: same column (row), any distance; never 'directly'."""
+    assert rel.RELATION_PHRASES == {
+        "above": "in the same column above",
+        "below": "in the same column below",
+        "left_of": "in the same row to the left of",
+        "right_of": "in the same row to the right of",
+    }
+    assert len(rel.TEMPLATES) == 8
+    n_between = 0
+    for slot in range(32):
+        latent, case = _case("svg", 300 + slot, slot)
+        assert "directly" not in case.instruction
+        axis = "column" if latent.relation in ("above", "below") else "row"
+        assert f" in the same {axis} " in case.instruction
+        (tc, tr), (ac, ar) = latent.target.position, latent.anchor.position
+        between = [
+            o for o in latent.objects
+            if (axis == "column" and o.position[0] == tc and min(tr, ar) < o.position[1] < max(tr, ar))
+            or (axis == "row" and o.position[1] == tr and min(tc, ac) < o.position[0] < max(tc, ac))
+        ]
+        n_between += bool(between)
+    assert n_between == 23  # of 32: cases where another object sits between target and anchor
 
 
 def test_condition_must_be_none():

@@ -10,13 +10,15 @@ Every node is an element with an opaque id, nested like the latent::
             <h4>fetch</h4>
             <span id="d_a3b0" class="port" data-role="input">in</span>
             <span id="d_0e19" class="port" data-role="output">out</span>
+            <span id="d_9c41" class="param">addr</span>
           </div>
         </div>
       </section>
     </div>
 
 Headings carry no id and are not candidates. A candidate's text is the element's own visible
-text: the module heading, the block heading, the port label; ``""`` for units and stages.
+text: the module heading, the block heading, the port label, the parameter name; ``""`` for
+units and stages.
 """
 
 from __future__ import annotations
@@ -41,9 +43,11 @@ PORT_LABELS = {"input": "in", "output": "out"}
 
 
 def dom_text(node: hierarchy.HierarchyNode) -> str:
-    """The element's own visible text: its heading (module, block), port label, or ``""``."""
+    """The element's own visible text: heading (module, block), port label, param name, or ``""``."""
     if node.kind == "port":
         return PORT_LABELS[node.role]
+    if node.kind == "param":
+        return node.name
     return node.name if ELEMENTS[node.kind][1] is not None else ""
 
 
@@ -71,6 +75,8 @@ def compile_dom(latent: hierarchy.HierarchyLatent, rng: random.Random) -> Surfac
             lines.append(
                 f'{pad(node.level)}<span id="{cid}" class="port" data-role="{node.role}">{html.escape(text)}</span>'
             )
+        elif node.kind == "param":
+            lines.append(f'{pad(node.level)}<span id="{cid}" class="param">{html.escape(text)}</span>')
         else:
             tag, heading = ELEMENTS[node.kind]
             lines.append(f'{pad(node.level)}<{tag} id="{cid}" class="{node.kind}">')

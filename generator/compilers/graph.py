@@ -34,13 +34,22 @@ def render_source(latent: GraphLatent, ids: list[str], rng: random.Random) -> st
     return "\n".join(node_lines + edge_lines)
 
 
+def instruction_templates(latent: GraphLatent) -> list[str]:
+    """The template pool for ``latent``: ``target_first`` templates (target node mentioned
+    first) when ``latent.target_first``, else ``source_first`` ones; all ask for the source
+    then the target (``generator/data/graph.json``)."""
+    pools = load_data()["instructions"]
+    return pools["target_first" if latent.target_first else "source_first"]
+
+
 def compile_graph(latent: GraphLatent, rng: random.Random) -> SurfaceCase:
     """Compile a graph latent into its edge-list surface case.
 
     Args:
         latent: a :class:`~generator.families.graph.GraphLatent`.
-        rng: the case's RNG; draws the node ids (``g_xxxx``), the instruction template,
-            the node/edge line orders and the candidate order, in that order.
+        rng: the case's RNG; draws the node ids (``g_xxxx``), the instruction template
+            (from :func:`instruction_templates`, one ``randrange`` over a pool of 6), the
+            node/edge line orders and the candidate order, in that order.
 
     Returns:
         A :class:`SurfaceCase` with one candidate per node (text = node name). Meaning:
@@ -51,7 +60,7 @@ def compile_graph(latent: GraphLatent, rng: random.Random) -> SurfaceCase:
     """
     n = len(latent.names)
     ids = opaque_ids(rng, ID_PREFIX, n)
-    templates = load_data()["instructions"]
+    templates = instruction_templates(latent)
     instruction = render_instruction(latent, templates[rng.randrange(len(templates))])
     source = render_source(latent, ids, rng)
     candidates = [

@@ -8,6 +8,7 @@ followed by its visible label::
         [n_77de] block "fetch"
           [n_a3b0] port input
           [n_0e19] port output
+          [n_9c41] param "addr"
 
 Every node is a ``tree_node`` candidate whose text is its label (the line without the id).
 """
@@ -29,6 +30,7 @@ LABELS = {
     "stage": "stage",
     "block": 'block "{name}"',
     "port": "port {role}",
+    "param": 'param "{name}"',
 }
 
 

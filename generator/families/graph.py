@@ -2,8 +2,12 @@
 
 A latent graph instance is G = (V, E, A, Y): 6-9 nodes with distinct component names (A),
 directed labelled edges (E), and the target Y = one edge ``source -[label]-> target``.
-The instruction names both endpoints in order and the edge meaning; the answer is the
-ordered endpoint pair (graph declared order: identity, relation, role, exact).
+The instruction names both endpoints and the edge meaning and asks for the source then the
+target; the answer is the ordered endpoint pair (graph declared order: identity, relation,
+role, exact). In every odd slot (``slot % target_first_every == target_first_every - 1``)
+the instruction mentions the target node before the source node (``target_first``), so the
+order of mention does not give the endpoint order (a first-mention lexical baseline solves
+only the source-first half).
 
 Decoys (by construction):
 - reversed edge: the edge ``target -> source`` exists with a *different* label unless
@@ -48,6 +52,9 @@ class GraphLatent:
         source: index of the target edge's source node.
         target: index of the target edge's target node.
         label: the target edge's label (e.g. ``"reads from"``).
+        target_first: phrasing hint: the instruction mentions the target node before the
+            source node (a ``target_first`` template). Not latent content (left out of
+            :meth:`canonical`).
     """
 
     latent_id: str
@@ -56,6 +63,7 @@ class GraphLatent:
     source: int
     target: int
     label: str
+    target_first: bool = False
 
     def node_entity(self, k: int) -> str:
         """Latent entity id (also the semantic id) of node ``k``."""
@@ -83,7 +91,7 @@ class GraphLatent:
             "source": self.source,
             "target": self.target,
             "label": self.label,
-        }
+        }  # target_first is a phrasing choice, not latent content
 
 
 def _wire(rng: random.Random, n: int, degree: int, fixed: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -130,11 +138,14 @@ def sample(rng: random.Random, latent_id: str, condition: Optional[str], slot: i
         latent_id: instance id (prefix of every semantic id).
         condition: must be None (the graph family has no targeted conditions).
         slot: index of the case in its cell (>= 0); the reversed-edge decoy is left out
-            when ``slot % reverse_absent_every == reverse_absent_every - 1``.
+            when ``slot % reverse_absent_every == reverse_absent_every - 1``, and the
+            instruction mentions the target first (``target_first``) when
+            ``slot % target_first_every == target_first_every - 1`` (every odd slot).
 
     Returns:
         A :class:`GraphLatent` with 6-9 nodes, ``degree * n / 2`` edges and a target edge
-        that exactly one ordered node pair realizes.
+        that exactly one ordered node pair realizes. ``target_first`` depends on the slot
+        only (no RNG draw), so the draws are those of a source-first case.
 
     Raises:
         ValueError: condition not None or negative slot.
@@ -147,6 +158,7 @@ def sample(rng: random.Random, latent_id: str, condition: Optional[str], slot: i
     labels: list[str] = data["edge_labels"]
     degree: int = data["degree"]
     period: int = data["reverse_absent_every"]
+    order_period: int = data["target_first_every"]
 
     n = rng.randint(data["n_nodes"]["min"], data["n_nodes"]["max"])
     names = tuple(rng.sample(data["node_names"], n))
@@ -176,4 +188,5 @@ def sample(rng: random.Random, latent_id: str, condition: Optional[str], slot: i
         source=source,
         target=target,
         label=label,
+        target_first=slot % order_period == order_period - 1,
     )

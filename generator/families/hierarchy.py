@@ -3,19 +3,25 @@
 A latent instance is a design of 3-4 *modules* (the groups) that share one identical internal
 structure, so every slot (same ordinal path, role and kind) exists once in every module. Below
 the module sit nested containers and leaf blocks; every block carries one input and one output
-port (document order: input, then output)::
+port and one role-less parameter node (document order: input, output, param)::
 
-    depth 2:  module > block > port
-    depth 3:  module > stage > block > port
-    depth 4:  module > unit > stage > block > port
+    depth 2:  module > block > port | param
+    depth 3:  module > stage > block > port | param
+    depth 4:  module > unit > stage > block > port | param
+
+The parameter node (kind ``"param"``, role None, its block's path, visible label the block's
+parameter name from ``block_params``) is the one node that shares a *block* target's group, path
+and role but not its kind, so choosing it violates exactly ``attribute`` (the hierarchy
+attribute stage is reachable as a first violation, SPEC §4).
 
 The target is a port (or, on the broad suite only, sometimes a block). The instruction names the
 group, the ordinal path below the module, the role and the node kind, so the declared hierarchy
 order identity (group) -> hierarchy (path) -> role -> attribute (kind) -> exact applies (SPEC §4).
 
 Paths are tuples of 1-based ordinals among same-kind siblings in document order, relative to the
-module root: a block in stage 2 at position 1 has path ``(2, 1)``; a port shares its block's path;
-a module node has path ``()``. Semantic ids read ``f"{latent_id}_m2.s2.b1.out"``.
+module root: a block in stage 2 at position 1 has path ``(2, 1)``; its ports and parameter
+share the block's path; a module node has path ``()``. Semantic ids read
+``f"{latent_id}_m2.s2.b1.out"`` (ports) and ``f"{latent_id}_m2.s2.b1.param"`` (parameters).
 
 Vocabularies, structure sizes and instruction templates live in ``generator/data/hierarchy.json``.
 """
@@ -38,6 +44,7 @@ PORT_ROLES = ("input", "output")
 # Semantic-id step per node kind (module steps are "m{i}", ports "in"/"out").
 _ID_STEP = {"unit": "u", "stage": "s", "block": "b"}
 _PORT_STEP = {"input": "in", "output": "out"}
+PARAM_STEP = "param"
 _MAX_SHAPE_TRIES = 500
 
 
@@ -53,13 +60,14 @@ class HierarchyNode:
     """One node of a compiled hierarchy, in document order (one surface candidate per node).
 
     Attributes:
-        semantic_id: e.g. ``"<latent>_m2"``, ``"<latent>_m2.s1.b2"``, ``"<latent>_m2.s1.b2.in"``.
-        kind: ``"module"``, ``"unit"``, ``"stage"``, ``"block"`` or ``"port"``.
+        semantic_id: e.g. ``"<latent>_m2"``, ``"<latent>_m2.s1.b2"``, ``"<latent>_m2.s1.b2.in"``,
+            ``"<latent>_m2.s1.b2.param"``.
+        kind: ``"module"``, ``"unit"``, ``"stage"``, ``"block"``, ``"port"`` or ``"param"``.
         group: the module entity (``"<latent>_m2"``); a module node's group is itself.
-        path: 1-based ordinals below the module root (ports share their block's path).
+        path: 1-based ordinals below the module root (ports and params share their block's path).
         role: ``"input"``/``"output"`` for ports, else None.
-        name: the visible name (modules and blocks), else None.
-        level: nesting level, 0 for modules up to ``depth`` for ports.
+        name: the visible name (modules, blocks, params), else None.
+        level: nesting level, 0 for modules up to ``depth`` for ports and params.
     """
 
     semantic_id: str
@@ -180,9 +188,19 @@ def _sample_block_paths(rng: random.Random, n_below: int, children: Sequence[int
 
 
 def nodes_per_module(block_paths: Sequence[tuple[int, ...]]) -> int:
-    """Node count of one module: the module, its containers, and each block with two ports."""
+    """Node count of one module: the module, its containers, and each block with two ports and
+    one parameter (4 nodes per block)."""
     containers = {p[:k] for p in block_paths for k in range(1, len(p))}
-    return 1 + len(containers) + 3 * len(block_paths)
+    return 1 + len(containers) + 4 * len(block_paths)
+
+
+def param_name(block_name: str) -> str:
+    """The visible parameter name of a block (``block_params`` in the data; same in every module).
+
+    Raises:
+        KeyError: if ``block_name`` has no parameter name in ``hierarchy.json``.
+    """
+    return vocabulary()["block_params"][block_name]
 
 
 def _module_names(rng: random.Random, n: int) -> tuple[str, ...]:
@@ -210,7 +228,7 @@ def sample(rng: random.Random, latent_id: str, condition: Optional[str], slot: i
 
     Returns:
         A :class:`HierarchyLatent` whose total node count stays within the depth's
-        ``max_nodes`` (depth 2: 21-40 nodes, depth 3: 45-63, depth 4: 93).
+        ``max_nodes`` (depth 2: 27-52 nodes, depth 3: 57-81, depth 4: 117).
 
     Raises:
         ValueError: for an unknown condition.
@@ -253,7 +271,7 @@ def sample(rng: random.Random, latent_id: str, condition: Optional[str], slot: i
 
 
 def nodes(latent: HierarchyLatent) -> list[HierarchyNode]:
-    """Every node of the hierarchy in document (pre-)order: module, containers, block, its ports.
+    """Every node in document (pre-)order: module, containers, block, its two ports, its param.
 
     The list has ``len(module_names) * nodes_per_module(block_paths)`` entries; each becomes one
     candidate of the tree and DOM surfaces.
@@ -276,6 +294,9 @@ def nodes(latent: HierarchyLatent) -> list[HierarchyNode]:
             for role in PORT_ROLES:
                 sid = _semantic_id(group, latent.levels, path, role)
                 out.append(HierarchyNode(sid, "port", group, path, role, None, depth))
+            out.append(
+                HierarchyNode(f"{block_sid}.{PARAM_STEP}", "param", group, path, None, param_name(block_name), depth)
+            )
     return out
 
 

@@ -2,7 +2,8 @@
 
 One latent instance is a scene of 5-8 objects, each with a colour, a shape and a grid cell
 ``(col, row)`` (row 0 at the top, at most one object per cell), plus the target spec Y:
-"the <colour> <shape> directly <relation> the <anchor colour> <anchor shape>".
+"the <colour> <shape> in the same column (row) <relation> the <anchor colour> <anchor shape>"
+(same column or row, any distance: other objects may stand between target and anchor).
 
 Correct by construction (SPEC §7 unique-gold and degeneracy gates):
 - the anchor is the only object with its (colour, shape);
