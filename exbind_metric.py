@@ -163,6 +163,22 @@ class ExBindMetric(evaluate.Metric):
             reference_urls=[],
         )
 
+    # evaluate type-checks only the first item of a batch against the string feature, so a
+    # None or a number there would raise while the same value later in the batch is cast.
+    # Coercing every non-string output to "" makes the rule position-independent: such an
+    # output is scored `unresolved`, and a malformed prediction never raises.
+    def add(self, *, prediction=None, reference=None, **kwargs):
+        """Add one prediction and reference (a non-string prediction is scored unresolved)."""
+        return super().add(prediction=_as_text(prediction), reference=reference, **kwargs)
+
+    def add_batch(self, *, predictions=None, references=None, **kwargs):
+        """Add a batch of predictions and references (non-string predictions: unresolved)."""
+        return super().add_batch(predictions=_as_texts(predictions), references=references, **kwargs)
+
+    def compute(self, *, predictions=None, references=None, **kwargs):
+        """Score everything added so far plus these predictions (see the module docs)."""
+        return super().compute(predictions=_as_texts(predictions), references=references, **kwargs)
+
     def _compute(self, predictions, references, return_per_case=False):
         records = [score_prediction(p, r) for p, r in zip(predictions, references)]
         result = aggregate(records)
@@ -174,3 +190,12 @@ class ExBindMetric(evaluate.Metric):
             result["per_case"] = records
         return result
 
+
+
+def _as_text(prediction):
+    """A raw output string, or "" (scored unresolved) for anything that is not a string."""
+    return prediction if isinstance(prediction, str) else ""
+
+
+def _as_texts(predictions):
+    return None if predictions is None else [_as_text(p) for p in predictions]

@@ -373,9 +373,8 @@ def parse_prediction(text: Any, fmt: str) -> tuple[Any, str]:
     return None, "failed"
 
 
-@functools.lru_cache(maxsize=None)
-def _single_aliases(output_key: str) -> dict[str, str]:
-    return {k: output_key for k in SINGLE_KEY_ALIASES}
+# Alias table of each single-reference output key, built once (normalize_reference's hot path).
+_SINGLE_ALIAS_TABLES = {key: {k: key for k in SINGLE_KEY_ALIASES} for key in ("target_id", "dom_id", "cell_id")}
 
 
 def normalize_reference(value: Any, output_keys) -> tuple[Optional[dict], Optional[str]]:
@@ -402,7 +401,9 @@ def normalize_reference(value: Any, output_keys) -> tuple[Optional[dict], Option
                 ident = raw.strip()
                 if ident:
                     return {single: ident}, None
-        aliases = _single_aliases(single)
+        aliases = _SINGLE_ALIAS_TABLES.get(single) if isinstance(single, str) else None
+        if aliases is None:
+            aliases = {k: single for k in SINGLE_KEY_ALIASES}
     else:
         aliases = GRAPH_ALIASES
     conflicts = getattr(value, "conflicts", frozenset())

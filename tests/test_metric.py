@@ -312,3 +312,19 @@ def test_cross_format_consistency_through_the_metric(load_metric, tree_dom_group
         "identity->identity": 5, "identity->none": 3, "none->identity": 2, "none->none": 15}
     assert (result["n"], result["n_exact"]) == (50, 35)  # 15 * 2 + 2 + 3
     json.dumps(result, allow_nan=False)
+
+
+def test_non_string_predictions_are_unresolved_in_any_position(tmp_path):
+    import evaluate
+    from generator.release import broad_plans, generate_latent
+
+    refs = generate_latent(next(p for p in broad_plans() if p.family == "table")).references * 3
+    metric = evaluate.load(str(Path(__file__).resolve().parent.parent / "exbind_metric.py"),
+                           experiment_id="nonstring", cache_dir=str(tmp_path))
+    first = metric.compute(predictions=[None, "x", 3], references=refs, return_per_case=True)
+    last = metric.compute(predictions=["x", 3, None], references=refs)
+    assert first["statuses"] == last["statuses"] == {"unresolved": 3}
+    assert [r["parse_path"] for r in first["per_case"]] == ["failed"] * 3
+    metric.add_batch(predictions=[{"cell_id": 1}, b"x"], references=refs[:2])
+    metric.add(prediction=None, reference=refs[2])
+    assert metric.compute()["statuses"] == {"unresolved": 3}
