@@ -221,9 +221,9 @@ def _validate_reference(payload: dict) -> None:
                              "pass the dataset's `reference` column unchanged")
 
     fmt, family = payload["format"], payload["family"]
-    if fmt not in OUTPUT_KEYS:
+    if not isinstance(fmt, str) or fmt not in OUTPUT_KEYS:
         fail("format", f"is {fmt!r}; expected one of {sorted(OUTPUT_KEYS)}")
-    if family != FAMILY_OF_FORMAT[fmt]:
+    if not isinstance(family, str) or family != FAMILY_OF_FORMAT[fmt]:
         fail("family", f"is {family!r}; format {fmt!r} belongs to {FAMILY_OF_FORMAT[fmt]!r}")
     if payload["output_keys"] != list(OUTPUT_KEYS[fmt]):
         fail("output_keys", f"is {payload['output_keys']!r}; format {fmt!r} uses {list(OUTPUT_KEYS[fmt])}")

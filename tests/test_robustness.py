@@ -484,9 +484,7 @@ def test_metric_bad_reference_names_the_field(metric):
     ({"applicable_stages": "table_row"}, "`applicable_stages`"),
     ({"target": None}, "`target`"),
     ({"target": {"row": "1", "column": "status", "entity": "x", "conditions": []}}, "`target.row`"),
-    pytest.param({"format": ["table"]}, "`format`", marks=pytest.mark.xfail(
-        strict=True, raises=TypeError, reason="exbind_scoring._validate_reference: `fmt not in OUTPUT_KEYS` "
-        "raises TypeError for an unhashable format; check isinstance(fmt, str) first")),
+    ({"format": ["table"]}, "`format`"),
 ], ids=lambda v: None if isinstance(v, str) else "-".join(f"{k}={str(x)[:12]}" for k, x in v.items()))
 def test_malformed_reference_fields_name_the_field(changes, field):
     with pytest.raises(ReferenceError) as info:
