@@ -145,7 +145,7 @@ def export_release(out_dir: Path, builder_cls, get_release: Callable[[], Release
     datasets.disable_progress_bars()
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
     try:
-        infos, data_files, files_meta = {}, {}, {}
+        infos, data_files = {}, {}
         counts, record_hashes = {}, {}
         with tempfile.TemporaryDirectory(prefix="exbind-cache-") as cache_root:
             builder_cls.active_release = rel

@@ -185,6 +185,10 @@ class ExBindRecord:
             "gold_rank": self.gold_rank(),
         }
 
+    def reference_json(self) -> str:
+        """The ``reference`` column value: canonical (sorted, compact) JSON of :meth:`reference`."""
+        return json.dumps(self.reference(), sort_keys=True, separators=(",", ":"))
+
     def to_row(self) -> dict:
         """The dataset row (keys of :data:`FEATURES`)."""
         c = self.case
@@ -212,7 +216,7 @@ class ExBindRecord:
             "declared_order": list(self.declared_order),
             "order_control": self.order_control,
             "cached_output": self.cached_output,
-            "reference": json.dumps(self.reference(), sort_keys=True, separators=(",", ":")),
+            "reference": self.reference_json(),
         }
         row["prompt"] = build_prompt(row)
         return {k: row[k] for k in FEATURES}

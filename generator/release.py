@@ -138,7 +138,7 @@ def generate_latent(plan: LatentPlan) -> GeneratedLatent:
                     case.image_size = size
             rec = ExBindRecord(case=case, latent_id=plan.latent_id, suite=plan.suite, condition=plan.condition,
                                group_id=plan.latent_id if plan.grouped else None, image_png=png)
-            reference = json.dumps(rec.reference(), sort_keys=True, separators=(",", ":"))
+            reference = rec.reference_json()
             ok, gate_name = gates.run_record_gates(rec, reference, plan.suite)
             if not ok:
                 failed = gate_name

@@ -45,3 +45,17 @@ def loaded(export_dir):
 def rows(loaded):
     """``{config: [row dicts]}`` without decoded images (fast to iterate)."""
     return {c: list(ds.remove_columns(["image"])) for c, ds in loaded.items()}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _restore_import_state():
+    """After every test module, undo what ``evaluate.load`` did to the interpreter: it
+    appends its module cache to ``sys.path`` and imports ``evaluate_modules.*``, so later
+    tests that load the metric from another cache would otherwise import this copy."""
+    path, importers, modules = list(sys.path), dict(sys.path_importer_cache), set(sys.modules)
+    yield
+    sys.path[:] = path
+    sys.path_importer_cache.clear()
+    sys.path_importer_cache.update(importers)
+    for name in [m for m in sys.modules if m not in modules and m.split(".")[0] == "evaluate_modules"]:
+        del sys.modules[name]

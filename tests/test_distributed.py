@@ -31,20 +31,6 @@ METRIC_PATH = str(REPO_ROOT / "exbind_metric.py")
 TIMEOUT_S = 120
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _restore_import_state():
-    """Undo what ``evaluate.load`` does to the interpreter: it appends its module cache to
-    ``sys.path`` and imports ``evaluate_modules.*``; later tests that load the metric from
-    another cache would otherwise import this module's copy."""
-    path, importers, modules = list(sys.path), dict(sys.path_importer_cache), set(sys.modules)
-    yield
-    sys.path[:] = path
-    sys.path_importer_cache.clear()
-    sys.path_importer_cache.update(importers)
-    for name in [m for m in sys.modules if m not in modules and m.split(".")[0] == "evaluate_modules"]:
-        del sys.modules[name]
-
-
 def _references() -> list[str]:
     """Real references: two broad latents per family (paired ones give both surfaces) and one
     targeted latent per condition."""

@@ -19,7 +19,7 @@ def _plan(plans, family, condition=None, slot=0):
 
 
 def _reference(rec) -> str:
-    return json.dumps(rec.reference(), sort_keys=True, separators=(",", ":"))
+    return rec.reference_json()
 
 
 @pytest.fixture(scope="module")

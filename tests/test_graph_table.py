@@ -15,7 +15,9 @@ from generator.compilers.graph import compile_graph
 from generator.compilers.table import compile_table
 from generator.families import graph as graph_family
 from generator.families import table as table_family
-from generator.families.table import conditions_each_non_unique, matching_rows
+from generator.families.table import matching_rows
+from generator.gates import gate_degeneracy
+from generator.records import ExBindRecord
 
 TABLE_CONDITIONS = ("compact", "conjunctive", "high_candidate", None)
 
@@ -24,6 +26,12 @@ def _table_case(seed: int, condition, slot: int, latent_id: str = "t_case"):
     rng = random.Random(seed)
     latent = table_family.sample(rng, latent_id, condition, slot)
     return latent, compile_table(latent, rng)
+
+
+def _degeneracy(case, latent):
+    """The shared degeneracy gate (each conjunct alone non-unique) on a compiled case."""
+    rec = ExBindRecord(case=case, latent_id=latent.latent_id, suite="targeted", condition=latent.shape)
+    return gate_degeneracy(rec, rec.reference_json(), "targeted")
 
 
 def _graph_case(seed: int, slot: int, latent_id: str = "g_case"):
@@ -154,7 +162,7 @@ def test_table_conjunctive_and_high_candidate_fixed_seed_exact_values():
     assert case.gold() == {"cell_id": "cell_r02_c01"} and len(case.candidates) == 32
     assert matching_rows(latent, (("shift", "morning"),)) == [2, 3, 5, 6]
     assert matching_rows(latent, (("office", "Madrid"),)) == [1, 2]
-    assert conditions_each_non_unique(latent)
+    assert _degeneracy(case, latent) == (True, "")
 
     latent, case = _table_case(7, "high_candidate", 3)
     assert case.instruction == (
@@ -283,7 +291,7 @@ def test_table_invariants_over_seeds(condition):
             decoy = next(c for c in case.candidates if c.candidate_id == top)
             assert decoy.meaning.row == latent.target_row and decoy.meaning.column == latent.conditions[0][0]
         else:
-            assert conditions_each_non_unique(latent)
+            assert _degeneracy(case, latent) == (True, "")
         assert [c.candidate_id for c in case.candidates] != sorted(c.candidate_id for c in case.candidates)
         ranks[gold_rank(case, gold_id)] += 1
         n_rows, n_cols = len(latent.rows), len(latent.columns)

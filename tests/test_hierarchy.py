@@ -8,7 +8,9 @@ import re
 
 import pytest
 
-from exbind_scoring import tokenize
+from exbind_scoring import execute_target, load_reference, tokenize
+from generator.gates import gate_degeneracy
+from generator.records import ExBindRecord
 from generator.compilers.dom import compile_dom
 from generator.compilers.tree import compile_tree
 from generator.families import hierarchy as h
@@ -156,15 +158,25 @@ def test_vocabulary_disjoint_from_templates():
     assert not params & names
 
 
+def _gated(case, latent_id):
+    """The shared degeneracy gate and latent executor applied to a compiled case."""
+    rec = ExBindRecord(case=case, latent_id=latent_id, suite="targeted")
+    ref = rec.reference_json()
+    return gate_degeneracy(rec, ref, "targeted"), execute_target(load_reference(ref))
+
+
 def test_decoy_gate_reports_missing_decoys():
     case = compile_tree(_fixed_latent(), random.Random(3))
-    assert h.hierarchy_decoys_present(case) == (True, "ok")
+    assert _gated(case, "hier_fixed")[0] == (True, "")
     only_gold_module = [c for c in case.candidates if c.meaning.group == case.target.group]
     case.candidates = only_gold_module
-    assert h.hierarchy_decoys_present(case) == (False, "no same-slot decoy in another group")
+    assert _gated(case, "hier_fixed")[0] == (False, "no same-slot decoy in another group")
 
 
 # ---------------------------------------------------------------- invariant loop
+
+
+OUTPUT_KEY = {"tree": "target_id", "dom": "dom_id"}
 
 
 def test_invariants_over_seeds():
@@ -173,7 +185,6 @@ def test_invariants_over_seeds():
         for cond in CONDITIONS:
             slot = seed % 40
             lat = h.sample(random.Random(seed * 7 + 1), f"hier_{seed:04d}", cond, slot)
-            assert h.hierarchy_decoys_present(lat) == (True, "ok")
             doc_sids = [n.semantic_id for n in h.nodes(lat)]
             cases = [compile_tree(lat, random.Random(seed * 7 + 2)), compile_dom(lat, random.Random(seed * 7 + 3))]
             assert cases[0].instruction == cases[1].instruction
@@ -184,10 +195,10 @@ def test_invariants_over_seeds():
                 ids = [c.candidate_id for c in case.candidates]
                 assert len(set(sids)) == len(sids) == len(doc_sids) and len(set(ids)) == len(ids)
                 assert all(s.startswith(lat.latent_id) for s in sids)
-                (match,) = h.matching(meanings, case.target)  # unique gold under the executor rule
                 (gold_id,) = case.gold().values()
-                assert case.candidate_by_semantic_id(match.semantic_id).candidate_id == gold_id
-                assert h.hierarchy_decoys_present(case) == (True, "ok")
+                decoys, hits = _gated(case, lat.latent_id)
+                assert hits == [{OUTPUT_KEY[case.format]: gold_id}]  # unique gold under the shared executor
+                assert decoys == (True, "")
                 # one role-less param per block; it shares a block target's group, path and role
                 # (kind differs only), and nothing but the other-role port shares a port target's slot
                 assert sum(m.kind == "param" for m in meanings) == len(lat.module_names) * len(lat.block_paths)

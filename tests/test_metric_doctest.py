@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import doctest
 import json
-import sys
 from pathlib import Path
 
 import evaluate
@@ -19,20 +18,6 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 METRIC_PATH = str(REPO_ROOT / "exbind_metric.py")
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _restore_import_state():
-    """Undo what ``evaluate.load`` does to the interpreter: it appends its module cache to
-    ``sys.path`` and imports ``evaluate_modules.*``; later tests that load the metric from
-    another cache would otherwise import this module's copy."""
-    path, importers, modules = list(sys.path), dict(sys.path_importer_cache), set(sys.modules)
-    yield
-    sys.path[:] = path
-    sys.path_importer_cache.clear()
-    sys.path_importer_cache.update(importers)
-    for name in [m for m in sys.modules if m not in modules and m.split(".")[0] == "evaluate_modules"]:
-        del sys.modules[name]
 
 
 @pytest.fixture(scope="module")

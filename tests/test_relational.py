@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from exbind_scoring import RELATIONS, relation_holds, tokenize
+from exbind_scoring import RELATIONS, execute_target, load_reference, relation_holds, tokenize
+from generator.records import ExBindRecord
 from generator.compilers.canvas import compile_canvas, parse_canvas_program, scene_to_svg
 from generator.compilers.svg import SVG_NS, compile_svg, svg_document
 from generator.families import relational as rel
@@ -249,7 +250,8 @@ def _check_invariants(latent, case) -> None:
         and relation_holds(case.target.relation, c.meaning.position, case.target.anchor_position)
     ]
     assert [c.candidate_id for c in sat] == [gold_id]
-    assert rel.execute_target_spec(cands, case.target) == sat
+    hits = execute_target(load_reference(ExBindRecord(case=case, latent_id=latent.latent_id, suite="broad").reference_json()))
+    assert hits == [{"target_id": gold_id}]  # the shared latent executor agrees
     assert [o.entity for o in rel.objects_satisfying(latent)] == [latent.target.entity]
     # degeneracy: a same-attribute distractor fails the relation; anchor is a candidate
     same = [c for c in cands if c.meaning.canonical and c.meaning.attributes == case.target.attributes]

@@ -17,7 +17,6 @@ References that are not ExBind references (or of an unknown schema version) rais
 from __future__ import annotations
 
 import json
-import sys
 import uuid
 from pathlib import Path
 
@@ -44,19 +43,6 @@ from generator.release import broad_plans, generate_latent, targeted_plans
 REPO_ROOT = Path(__file__).resolve().parent.parent
 METRIC_PATH = str(REPO_ROOT / "exbind_metric.py")
 
-
-@pytest.fixture(scope="module", autouse=True)
-def _restore_import_state():
-    """Undo what ``evaluate.load`` does to the interpreter: it appends its module cache to
-    ``sys.path`` and imports ``evaluate_modules.*``; later tests that load the metric from
-    another cache would otherwise import this module's copy."""
-    path, importers, modules = list(sys.path), dict(sys.path_importer_cache), set(sys.modules)
-    yield
-    sys.path[:] = path
-    sys.path_importer_cache.clear()
-    sys.path_importer_cache.update(importers)
-    for name in [m for m in sys.modules if m not in modules and m.split(".")[0] == "evaluate_modules"]:
-        del sys.modules[name]
 
 CORE = settings(max_examples=100, deadline=None, derandomize=True,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -310,7 +296,7 @@ TABLE = next(i for i, r in enumerate(LOADED) if r["condition"] == "compact")
 def _table_ids():
     ref = LOADED[TABLE]
     gold = ref["gold"]["cell_id"]
-    row, col = int(gold[6:8]), int(gold[10:12])
+    row = int(gold[6:8])
     same_row = next(c["id"] for c in ref["candidates"] if c["row"] == row and c["id"] != gold)
     return gold, same_row
 

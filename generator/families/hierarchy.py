@@ -33,9 +33,9 @@ import random
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Optional, Sequence, Union
+from typing import Optional, Sequence
 
-from generator.schema import Meaning, SurfaceCase, Target
+from generator.schema import Meaning, Target
 
 DATA_PATH = Path(__file__).resolve().parent.parent / "data" / "hierarchy.json"
 
@@ -327,44 +327,3 @@ def target(latent: HierarchyLatent) -> Target:
         role=latent.target_role,
         kind=latent.target_kind,
     )
-
-
-def matching(meanings: Sequence[Meaning], spec: Target) -> list[Meaning]:
-    """Meanings that satisfy ``spec`` under the executor rule (same group, path, role, kind)."""
-    return [
-        m
-        for m in meanings
-        if m.group == spec.group and m.path == spec.path and m.role == spec.role and m.kind == spec.kind
-    ]
-
-
-def hierarchy_decoys_present(case_or_latent: Union[SurfaceCase, HierarchyLatent]) -> tuple[bool, str]:
-    """Degeneracy gate for hierarchy cases (SPEC §7, CLEVR-style).
-
-    Passes when the inventory holds (a) a same-slot decoy in another group (same path, role and
-    kind, other group) and (b) a same-group other-role decoy (same group and path, other role).
-
-    Args:
-        case_or_latent: a compiled :class:`SurfaceCase` (checked on its candidates' meanings) or a
-            :class:`HierarchyLatent` (checked on :func:`nodes`).
-
-    Returns:
-        ``(True, "ok")`` or ``(False, reason)``.
-    """
-    if isinstance(case_or_latent, HierarchyLatent):
-        meanings = [n.meaning() for n in nodes(case_or_latent)]
-        spec = target(case_or_latent)
-    else:
-        meanings = [c.meaning for c in case_or_latent.candidates]
-        spec = case_or_latent.target
-    same_slot = [
-        m
-        for m in meanings
-        if m.group != spec.group and m.path == spec.path and m.role == spec.role and m.kind == spec.kind
-    ]
-    other_role = [m for m in meanings if m.group == spec.group and m.path == spec.path and m.role != spec.role]
-    if not same_slot:
-        return False, "no same-slot decoy in another group"
-    if not other_role:
-        return False, "no same-group other-role decoy"
-    return True, "ok"

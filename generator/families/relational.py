@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Iterable, Optional
 
 from exbind_scoring import RELATIONS, relation_holds
-from generator.schema import Candidate, Meaning, Target
+from generator.schema import Meaning, Target
 
 _DATA_PATH = Path(__file__).resolve().parent.parent / "data" / "relational.json"
 with _DATA_PATH.open(encoding="utf-8") as _fh:
@@ -287,21 +287,3 @@ def target_spec(latent: RelationalLatent) -> Target:
         anchor_position=a.position,
         relation=latent.relation,
     )
-
-
-def execute_target_spec(candidates: list[Candidate], target: Target) -> list[Candidate]:
-    """Unique-gold executor over a case's candidate Meanings (SPEC §7 gate 1).
-
-    Returns the canonical candidates (one per entity) whose attributes equal the instructed
-    ones, that are not the anchor, and whose position stands in ``target.relation`` to
-    ``target.anchor_position``. A well-formed case returns exactly the gold candidate; child
-    shapes of an SVG group (``canonical=False``) denote the same entity and are not counted.
-    """
-    return [
-        c
-        for c in candidates
-        if c.meaning.canonical
-        and c.meaning.entity != target.anchor
-        and c.meaning.attributes == target.attributes
-        and relation_holds(target.relation, c.meaning.position, target.anchor_position)
-    ]

@@ -98,15 +98,6 @@ def matching_rows(latent: TableLatent, conditions: tuple[tuple[str, str], ...]) 
     return [r for r, row in enumerate(latent.rows, start=1) if all(row[c] == v for c, v in index)]
 
 
-def conditions_each_non_unique(latent: TableLatent) -> bool:
-    """Degeneracy rule for conjunctive tables (SPEC §7): every stated condition alone
-    matches at least two rows. False when there are no conditions (and always False for a
-    single-condition table, whose one condition must select exactly one row)."""
-    if not latent.conditions:
-        return False
-    return all(len(matching_rows(latent, (pair,))) >= 2 for pair in latent.conditions)
-
-
 def _shape_for(condition: Optional[str], slot: int) -> str:
     if condition is None:
         return "compact" if slot % 2 == 0 else "conjunctive"
