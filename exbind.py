@@ -88,8 +88,10 @@ class ExBind(datasets.GeneratorBasedBuilder):
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point; see ``python exbind.py --help``.
 
-    Subcommands: ``build`` (generate, gate, export, report) and ``score`` (score a
-    predictions JSONL against a config; :mod:`generator.score_report`).
+    Subcommands: ``build`` (generate, gate, export, report), ``score`` (score a
+    predictions JSONL against a config; :mod:`generator.score_report`) and ``predict``
+    (run a gate baseline or ranker over a config; :mod:`predictors.cli`) and ``push``
+    (upload the export to the Hub in one commit; :mod:`generator.hub`).
 
     Returns:
         The exit status (0 on success; ``score`` returns 2 for input it cannot score).
@@ -118,14 +120,26 @@ def main(argv: list[str] | None = None) -> int:
                "exit status: 0 scored; 2 unreadable/duplicate/unknown input (the reason is printed)\n",
     )
     from generator.score_report import add_arguments as add_score_arguments
+    from generator.hub import add_push_arguments
+    from predictors.cli import add_arguments as add_predict_arguments
 
     add_score_arguments(score)
+    add_predict_arguments(sub)
+    add_push_arguments(sub)
     args = parser.parse_args(argv)
 
     if args.command == "score":
         from generator.score_report import run as run_score
 
         return run_score(args)
+    if args.command == "push":
+        from generator.hub import run_push
+
+        return run_push(args)
+    if args.command == "predict":
+        from predictors.cli import run as run_predict
+
+        return run_predict(args)
 
     if args.command == "build":
         from generator.export import ExportPathError, check_export_target, export_release
@@ -138,9 +152,16 @@ def main(argv: list[str] | None = None) -> int:
         except ExportPathError as exc:
             parser.error(str(exc))
 
+        from generator.card import CardCheckError
+
         datasets.disable_progress_bars()
-        manifest = export_release(Path(args.out), ExBind, lambda: release(args.processes, not args.quiet),
-                                  show_progress=not args.quiet)
+        try:
+            manifest = export_release(Path(args.out), ExBind, lambda: release(args.processes, not args.quiet),
+                                      show_progress=not args.quiet)
+        except CardCheckError as exc:
+            print(f"build refused: the export failed its checks; the previous export is untouched\n{exc}",
+                  file=sys.stderr)
+            return 2
         if not args.quiet:
             print_release_report(Path(args.out), manifest)
         print(f"export: {Path(args.out).resolve()}")

@@ -14,9 +14,11 @@ import numpy as np
 from scipy.stats import binomtest, bootstrap
 
 try:  # inside evaluate's module cache this file sits in a package beside exbind_scoring
-    from .exbind_scoring import CANONICAL_DIMENSION, CANONICAL_DIMENSIONS, DECLARED_ORDERS, FIRST_VIOLATION_LABELS
+    from .exbind_scoring import (CANONICAL_DIMENSION, CANONICAL_DIMENSIONS, CLICK_CLASSES, DECLARED_ORDERS,
+                                 FIRST_VIOLATION_LABELS, PREDICTION_KINDS, RANKING_CUTOFFS)
 except ImportError:  # imported from the repository root
-    from exbind_scoring import CANONICAL_DIMENSION, CANONICAL_DIMENSIONS, DECLARED_ORDERS, FIRST_VIOLATION_LABELS
+    from exbind_scoring import (CANONICAL_DIMENSION, CANONICAL_DIMENSIONS, CLICK_CLASSES, DECLARED_ORDERS,
+                                FIRST_VIOLATION_LABELS, PREDICTION_KINDS, RANKING_CUTOFFS)
 
 # Cross-format pair types and their transition direction (SPEC §11: svg -> canvas, tree -> dom).
 PAIR_TYPES = {"svg-canvas": ("svg", "canvas"), "tree-dom": ("tree", "dom")}
@@ -178,6 +180,68 @@ def cross_format_consistency(records: list[dict]) -> dict:
     return out
 
 
+def ranking_summary(records: list[dict]):
+    """R@1, R@5, R@10 and MRR over the ranked cases (SPEC §9; lexical-coupling paper §3).
+
+    Only records with ``kind == "ranking"`` count (:func:`exbind_scoring.score_ranking`); a
+    ranked case whose ``rank_of_gold`` is None (gold absent, ranking invalid or unresolved)
+    is a miss at every cutoff and adds 0 to the reciprocal-rank sum, so every ranked case
+    stays in the denominator.
+
+    Returns:
+        None when no record is a ranking; else ``{"n_ranked", "n_hits_at_1",
+        "recall_at_1", "n_hits_at_5", "recall_at_5", "n_hits_at_10", "recall_at_10",
+        "mrr"}``: counts (ints) and rates (floats in [0, 1]); ``recall_at_k`` = cases with
+        ``rank_of_gold <= k`` / ``n_ranked``; ``mrr`` = mean of ``1 / rank_of_gold``
+        (0 for a miss). Example: ranks [1, 2, None, 7] -> R@1 0.25, R@5 0.5, R@10 0.75,
+        MRR (1 + 1/2 + 0 + 1/7) / 4 = 0.411.
+    """
+    ranks = [r.get("rank_of_gold") for r in records if r.get("kind") == "ranking"]
+    if not ranks:
+        return None
+    n = len(ranks)
+    out: dict = {"n_ranked": n}
+    for k in RANKING_CUTOFFS:
+        hits = sum(1 for rank in ranks if rank is not None and rank <= k)
+        out[f"n_hits_at_{k}"] = hits
+        out[f"recall_at_{k}"] = hits / n
+    out["mrr"] = sum(1.0 / rank for rank in ranks if rank) / n
+    return out
+
+
+def click_summary(records: list[dict]):
+    """Point-in-box and loose accuracy and the click classes (SPEC §9; GUI-Primitives).
+
+    Only records with ``kind == "click"`` count (:func:`exbind_scoring.score_click`); every
+    click, invalid ones included, is in the denominators.
+
+    Returns:
+        None when no record is a click; else ``{"n_clicks", "n_in_box",
+        "point_in_box_accuracy", "point_in_box_accuracy_ci", "n_loose", "loose_accuracy",
+        "loose_accuracy_ci", "classes"}``: accuracy = clicks inside the gold candidate's box
+        (``loose``: within twice the gold box's diagonal of its centre) / ``n_clicks``,
+        with Wilson 95% intervals ``[low, high]``; ``classes`` counts ``target``,
+        ``distractor``, ``neither`` and ``invalid`` (they sum to ``n_clicks``).
+    """
+    clicks = [r["click"] for r in records if r.get("kind") == "click"]
+    if not clicks:
+        return None
+    n = len(clicks)
+    in_box = sum(1 for c in clicks if c["in_gold_box"])
+    loose = sum(1 for c in clicks if c["loose_hit"])
+    classes = Counter(c["class"] for c in clicks)
+    return {
+        "n_clicks": n,
+        "n_in_box": in_box,
+        "point_in_box_accuracy": rate(in_box, n),
+        "point_in_box_accuracy_ci": wilson_interval(in_box, n),
+        "n_loose": loose,
+        "loose_accuracy": rate(loose, n),
+        "loose_accuracy_ci": wilson_interval(loose, n),
+        "classes": {label: classes[label] for label in CLICK_CLASSES},
+    }
+
+
 def aggregate(records: list[dict]) -> dict:
     """All aggregate metrics over scored cases (SPEC §5).
 
@@ -191,7 +255,12 @@ def aggregate(records: list[dict]) -> dict:
         inapplicable dimension has ``applicable`` 0 and ``accuracy`` None),
         ``applicability`` ({canonical dimension: applicable count}, paper Table 14),
         ``survival``, ``by_format``, ``by_family``, ``by_condition``,
-        ``cross_format_consistency``, ``parse_paths``, ``statuses``.
+        ``cross_format_consistency``, ``parse_paths``, ``statuses``, ``kinds`` (counts of
+        ``reference`` / ``ranking`` / ``click`` predictions; a record without ``kind`` is a
+        reference), ``ranking`` (:func:`ranking_summary`, None without rankings) and
+        ``click`` (:func:`click_summary`, None without clicks). Ranked and clicked cases
+        enter every other figure through the reference they are scored as (the top-1; the
+        resolved canonical reference).
     """
     out = _headline(records)
     out["errors_after_validity"] = out["n_valid"] - out["n_exact"]
@@ -212,6 +281,10 @@ def aggregate(records: list[dict]) -> dict:
     out["cross_format_consistency"] = cross_format_consistency(records)
     out["parse_paths"] = dict(sorted(Counter(r["parse_path"] for r in records).items()))
     out["statuses"] = dict(sorted(Counter(r["status"] for r in records).items()))
+    kinds = Counter(r.get("kind", "reference") for r in records)
+    out["kinds"] = {kind: kinds[kind] for kind in PREDICTION_KINDS}
+    out["ranking"] = ranking_summary(records)
+    out["click"] = click_summary(records)
     return out
 
 

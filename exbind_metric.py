@@ -15,7 +15,7 @@ import datasets
 import evaluate
 
 from .exbind_aggregate import aggregate
-from .exbind_scoring import REFERENCE_SCHEMA, score_prediction
+from .exbind_scoring import COORDINATE_FRAMES, REFERENCE_SCHEMA, score_prediction
 
 METRIC_VERSION = "exbind.metric.v1"
 
@@ -41,13 +41,28 @@ Args:
         inputs in Arrow (UTF-8), so a string with a lone surrogate is refused by
         ``add_batch`` / ``compute`` before scoring; decode model outputs with
         ``errors="replace"`` (the core ``exbind_scoring.score_prediction`` accepts them).
+        An output may be a reference (``{"cell_id": ...}``), a ranking
+        (``{"ranking": [ids...]}``; graph items ``[source_id, target_id]`` or
+        ``"source_id->target_id"``; its top-1 is scored as the reference) or a click
+        (``{"x": .., "y": ..}``, ``{"point": [x, y]}`` or ``[x, y]``; svg and canvas only;
+        scored as the canonical reference of the entity whose smallest box contains it).
     references: list of the dataset's ``reference`` strings (same order, same length).
+    coordinate_frame: (``add``, ``add_batch`` and ``compute``) the frame click coordinates
+        are given in: ``"pixel"`` (pixels of the rendered image), ``"unit"`` (0-1) or
+        ``"thousand"`` (0-1000); never guessed from magnitudes. A frame given to ``add`` /
+        ``add_batch`` is stored with those rows (it survives distributed gathering); a frame
+        given to ``compute`` applies to the rows passed to it and to stored rows added
+        without one. A click with no frame is ``invalid`` and its reason says to pass one;
+        any other value raises ``ValueError``. Reference and ranking outputs ignore it.
     return_per_case: when True, the result has ``per_case``: the per-case records in
         input order (``case_id``, ``status``, ``parse_path``, ``predicted``,
         ``predicted_latent``, ``scores``, ``violations``, ``first_violation``,
         ``possible_first_violations``, ``reason``, plus ``format``, ``family``,
         ``condition``, ``group_id``, ``parent_case_id``, ``latent_id``,
-        ``generator_version``).
+        ``generator_version``); ranking and click records add ``kind`` (``"ranking"`` /
+        ``"click"``; a record without it is a reference), ``rank_of_gold`` (rankings:
+        1-based rank of gold, else None) and ``click`` (clicks: ``x_px``, ``y_px``,
+        ``in_gold_box``, ``loose_hit``, ``class``, ``hit_id``; else None).
 Returns:
     A dict of plain JSON-serializable Python values (``json.dumps(result,
     allow_nan=False)`` works; an undefined rate is None, never NaN; n = 0 is allowed):
@@ -56,8 +71,12 @@ Returns:
     ``first_violation_counts``, ``first_violation_profile``, ``violation_set_counts``,
     ``possible_first_violations``, ``stage_accuracy``, ``dimension_accuracy``,
     ``applicability``, ``survival``, ``by_format``, ``by_family``, ``by_condition``,
-    ``cross_format_consistency``, ``parse_paths``, ``statuses`` and the versions
-    ``metric_version``, ``reference_schema``, ``generator_version`` (SPEC §5, §11).
+    ``cross_format_consistency``, ``parse_paths``, ``statuses``, ``kinds``, ``ranking``
+    (``n_ranked``, ``recall_at_1`` / ``_5`` / ``_10`` with hit counts, ``mrr``; None when
+    no output is a ranking), ``click`` (``n_clicks``, ``point_in_box_accuracy`` and
+    ``loose_accuracy`` with counts and Wilson intervals, ``classes``; None when no output
+    is a click) and the versions ``metric_version``, ``reference_schema``,
+    ``generator_version`` (SPEC §5, §9, §11).
     In distributed use only the process with ``process_id=0`` gets the result; the
     others get None.
 Raises:
@@ -128,6 +147,15 @@ Examples:
     {'candidate_valid': 1, 'table_row': 1, 'table_column': 0, 'table_cell': 0, 'exact': 0}
     >>> case["predicted_latent"]
     {'entity': 'demo_row_1', 'semantic_id': 'demo_row_1.owner'}
+
+
+    Rankings and clicks go through the same calls (``tests/test_rankings_clicks.py`` runs
+    these on real references)::
+
+        metric.compute(predictions=['{"ranking": ["cell_r01_c00", "cell_r01_c01"]}'],
+                       references=[reference])["ranking"]        # R@1 0.0, R@5 1.0, MRR 0.5
+        metric.compute(predictions=['{"x": 0.5, "y": 0.5}'], references=[svg_reference],
+                       coordinate_frame="unit")["click"]         # point-in-box, loose, classes
 """
 
 
@@ -154,12 +182,16 @@ class ExBindMetric(evaluate.Metric):
     """
 
     def _info(self):
+        # ``coordinate_frames`` is internal: the wrappers below fill it from the
+        # ``coordinate_frame`` keyword ("" = none given), so every stored row keeps the frame
+        # it was added with, across batches and processes.
         return evaluate.MetricInfo(
             description=_DESCRIPTION,
             citation=_CITATION,
             inputs_description=_KWARGS_DESCRIPTION,
             features=datasets.Features({"predictions": datasets.Value("string"),
-                                        "references": datasets.Value("string")}),
+                                        "references": datasets.Value("string"),
+                                        "coordinate_frames": datasets.Value("string")}),
             reference_urls=[],
         )
 
@@ -167,20 +199,43 @@ class ExBindMetric(evaluate.Metric):
     # None or a number there would raise while the same value later in the batch is cast.
     # Coercing every non-string output to "" makes the rule position-independent: such an
     # output is scored `unresolved`, and a malformed prediction never raises.
-    def add(self, *, prediction=None, reference=None, **kwargs):
-        """Add one prediction and reference (a non-string prediction is scored unresolved)."""
-        return super().add(prediction=_as_text(prediction), reference=reference, **kwargs)
+    def add(self, *, prediction=None, reference=None, coordinate_frame=None, **kwargs):
+        """Add one prediction and reference (a non-string prediction is scored unresolved).
 
-    def add_batch(self, *, predictions=None, references=None, **kwargs):
-        """Add a batch of predictions and references (non-string predictions: unresolved)."""
-        return super().add_batch(predictions=_as_texts(predictions), references=references, **kwargs)
+        ``coordinate_frame`` (``"pixel"`` | ``"unit"`` | ``"thousand"`` | None) is stored with
+        the row; see the module docs.
+        """
+        frame = kwargs.pop("coordinate_frames", None)
+        if frame is None:
+            frame = _frame(coordinate_frame)
+        return super().add(prediction=_as_text(prediction), reference=reference, coordinate_frames=frame, **kwargs)
 
-    def compute(self, *, predictions=None, references=None, **kwargs):
-        """Score everything added so far plus these predictions (see the module docs)."""
-        return super().compute(predictions=_as_texts(predictions), references=references, **kwargs)
+    def add_batch(self, *, predictions=None, references=None, coordinate_frame=None, **kwargs):
+        """Add a batch of predictions and references (non-string predictions: unresolved).
 
-    def _compute(self, predictions, references, return_per_case=False):
-        records = [score_prediction(p, r) for p, r in zip(predictions, references)]
+        ``coordinate_frame`` (``"pixel"`` | ``"unit"`` | ``"thousand"`` | None) is stored with
+        every row of the batch; see the module docs.
+        """
+        frames = kwargs.pop("coordinate_frames", None)  # set when evaluate's compute() calls this
+        if frames is None:
+            frames = _frames(coordinate_frame, predictions)
+        return super().add_batch(predictions=_as_texts(predictions), references=references,
+                                 coordinate_frames=frames, **kwargs)
+
+    def compute(self, *, predictions=None, references=None, coordinate_frame=None, **kwargs):
+        """Score everything added so far plus these predictions (see the module docs).
+
+        ``coordinate_frame`` applies to the predictions passed here and to stored rows that
+        were added without a frame.
+        """
+        frames = _frames(coordinate_frame, predictions)
+        return super().compute(predictions=_as_texts(predictions), references=references,
+                               coordinate_frames=frames, coordinate_frame=coordinate_frame, **kwargs)
+
+    def _compute(self, predictions, references, coordinate_frames=None, return_per_case=False,
+                 coordinate_frame=None):
+        frames = coordinate_frames or [""] * len(predictions)
+        records = [score_prediction(p, r, f or coordinate_frame) for p, r, f in zip(predictions, references, frames)]
         result = aggregate(records)
         result["metric_version"] = METRIC_VERSION
         result["reference_schema"] = REFERENCE_SCHEMA
@@ -191,7 +246,6 @@ class ExBindMetric(evaluate.Metric):
         return result
 
 
-
 def _as_text(prediction):
     """A raw output string, or "" (scored unresolved) for anything that is not a string."""
     return prediction if isinstance(prediction, str) else ""
@@ -199,3 +253,28 @@ def _as_text(prediction):
 
 def _as_texts(predictions):
     return None if predictions is None else [_as_text(p) for p in predictions]
+
+
+def _frame(coordinate_frame) -> str:
+    """The stored form of a coordinate frame: the frame name, or "" for None.
+
+    Raises:
+        ValueError: for anything but None or one of ``COORDINATE_FRAMES``.
+    """
+    if coordinate_frame is None:
+        return ""
+    if not isinstance(coordinate_frame, str) or coordinate_frame not in COORDINATE_FRAMES:
+        raise ValueError(f"coordinate_frame must be one of {list(COORDINATE_FRAMES)} or None, "
+                         f"got {coordinate_frame!r}")
+    return coordinate_frame
+
+
+def _frames(coordinate_frame, predictions):
+    """The ``coordinate_frames`` column for a batch (None when there is no batch)."""
+    frame = _frame(coordinate_frame)
+    if predictions is None:
+        return None
+    try:
+        return [frame] * len(predictions)
+    except TypeError:  # not a sized batch: let evaluate report the input error
+        return [frame]

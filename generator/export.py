@@ -2,9 +2,10 @@
 
 Layout of the export folder::
 
-    README.md                       card (dataset_card.md) + YAML configs / dataset_info
+    README.md                       card (dataset_card.md, generated regions filled) + YAML configs / dataset_info
+    eval.yaml                       Hub benchmark registration (generator.hub), one task per config
     exbind_manifest.json            versions, seeds, counts, gate tables, SHA-256 of files
-    data/<config>/test-00000-of-00001-<sha256[:16]>.parquet
+    data/<config>/test-00000-of-00001-<sha256[:16]>.parquet   row groups of 100 rows, page index
 
 Guarantees:
 - atomic: everything is written to a sibling temporary folder and swapped in with
@@ -13,7 +14,10 @@ Guarantees:
   timestamps; rows come from seeded generation in plan order);
 - fresh reloads: the YAML ``data_files`` name the content-addressed Parquet file itself,
   so ``load_dataset`` on a rebuilt export with new content never serves cached old rows;
-- every config is materialized by the ``datasets`` builder in a fresh cache directory.
+- every config is materialized by the ``datasets`` builder in a fresh cache directory;
+- checked before the swap: the offline card / eval.yaml / Parquet / ``load_dataset`` check
+  (:func:`generator.card.check_export`) runs on the finished temporary folder, and a
+  failure raises :class:`generator.card.CardCheckError` and leaves the previous export.
 """
 
 from __future__ import annotations
@@ -34,13 +38,15 @@ from datasets.utils.metadata import MetadataConfigs
 from huggingface_hub import DatasetCard
 from tqdm.auto import tqdm
 
+from generator.card import VIEWER_ROW_GROUP_SIZE, CardCheckError, check_export, fill_regions, generated_regions
+from generator.hub import write_eval_yaml
 from generator.records import GENERATOR_VERSION
 from generator.release import CONFIGS, PERMUTATION_SEEDS, Release
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CARD_TEMPLATE = REPO_ROOT / "dataset_card.md"
 MANIFEST_NAME = "exbind_manifest.json"
-ROW_GROUP_SIZE = 100  # small row groups keep image configs viewer-friendly
+ROW_GROUP_SIZE = VIEWER_ROW_GROUP_SIZE  # 100: small row groups keep image configs viewer-friendly
 
 
 def sha256_file(path: Path) -> str:
@@ -80,8 +86,9 @@ def _counts(ds: datasets.Dataset) -> dict:
     return out
 
 
-def _write_card(out: Path, infos: dict, data_files: dict) -> None:
-    card = DatasetCard(CARD_TEMPLATE.read_text(encoding="utf-8"))
+def _write_card(out: Path, infos: dict, data_files: dict, regions: dict) -> None:
+    """README.md: the template with its generated regions filled, plus YAML configs / dataset_info."""
+    card = DatasetCard(fill_regions(CARD_TEMPLATE.read_text(encoding="utf-8"), regions))
     configs = MetadataConfigs({
         name: {"data_files": [{"split": "test", "path": data_files[name]}], **({"default": True} if name == "broad" else {})}
         for name in CONFIGS
@@ -138,6 +145,8 @@ def export_release(out_dir: Path, builder_cls, get_release: Callable[[], Release
         ExportPathError: when ``out_dir`` is not a previous export, an empty folder or a
             new path (checked before any work).
         RuntimeError: from the generator when a gate or suite check fails.
+        CardCheckError: when the finished export fails the offline card check
+            (:func:`generator.card.check_export`); nothing is swapped in.
     """
     out_dir = check_export_target(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -166,7 +175,8 @@ def export_release(out_dir: Path, builder_cls, get_release: Callable[[], Release
                 counts[config] = {"rows": ds.num_rows, "by_format_condition": _counts(ds)}
                 record_hashes[config] = canonical_records_hash(list(ds.cast_column("image", datasets.Image(decode=False))))
             builder_cls.active_release = None
-        _write_card(tmp, infos, data_files)
+        _write_card(tmp, infos, data_files, generated_regions(counts, rel.gate_tables, rel.suite_checks, CONFIGS))
+        write_eval_yaml(tmp, CONFIGS)
         manifest = {
             "generator_version": GENERATOR_VERSION,
             "seeds": {**rel.seeds, "permutations": list(PERMUTATION_SEEDS)},
@@ -179,6 +189,9 @@ def export_release(out_dir: Path, builder_cls, get_release: Callable[[], Release
                       for p in sorted(tmp.rglob("*")) if p.is_file()},
         }
         (tmp / MANIFEST_NAME).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        problems = check_export(tmp, CONFIGS)
+        if problems:
+            raise CardCheckError(problems, where=f"export to {out_dir}")
         _swap_in(tmp, out_dir)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)

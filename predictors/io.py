@@ -1,0 +1,85 @@
+"""Reading config rows and writing predictions files (SPEC §9; issue 4).
+
+A predictions file is JSON Lines, one object per case, in the config's row order::
+
+    {"case_id": "...", "output": "<raw output text>", "predictor": "rank_bm25", ...}
+
+``output`` is what the scorer parses (``python exbind.py score --predictions FILE``);
+other keys (``predictor``, ``ranking``, ``min_rank``, ...) are informational and the
+scorer ignores them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Iterable
+
+
+def load_config_rows(export: str | os.PathLike, config: str) -> list[dict]:
+    """The rows of one config of an export folder, without the image column.
+
+    Args:
+        export: the export folder written by ``python exbind.py build`` (e.g. ``./exbind``).
+        config: a config name (``broad``, ``targeted_table``, ...).
+
+    Returns:
+        ``[row dict]`` in released order (keys as in the dataset: ``case_id``,
+        ``instruction``, ``reference``, ...; ``image`` dropped).
+
+    Raises:
+        FileNotFoundError: when ``export`` is not a folder.
+        ValueError: from ``datasets`` when the config does not exist in the export.
+    """
+    import datasets
+
+    path = Path(export)
+    if not path.is_dir():
+        raise FileNotFoundError(f"export folder {str(path)!r} does not exist; run `python exbind.py build` first")
+    ds = datasets.load_dataset(str(path), config, split="test")
+    if "image" in ds.column_names:
+        ds = ds.remove_columns(["image"])
+    return list(ds)
+
+
+def write_jsonl(path: str | os.PathLike, predictions: Iterable[dict]) -> Path:
+    """Write prediction dicts as JSON Lines, atomically (temporary file + ``os.replace``).
+
+    A reader never sees a half-written file: either the previous file or the complete new
+    one. Parent folders are created.
+
+    Args:
+        path: destination file.
+        predictions: JSON-serializable dicts (one line each, keys in insertion order,
+            UTF-8, no NaN).
+
+    Returns:
+        The destination path.
+
+    Raises:
+        ValueError / TypeError: a prediction is not JSON-serializable (the destination is
+            left untouched and the temporary file removed).
+    """
+    dest = Path(path)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            for pred in predictions:
+                fh.write(json.dumps(pred, ensure_ascii=False, allow_nan=False) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, dest)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return dest
+
+
+def read_jsonl(path: str | os.PathLike) -> list[dict]:
+    """Read a JSON Lines file written by :func:`write_jsonl` (blank lines skipped)."""
+    with open(path, encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
