@@ -104,6 +104,88 @@ def baseline_tables(export_dir: Path) -> str:
     return "\n\n".join(out)
 
 
+PREDICTOR_CONFIGS = ("broad", "targeted_table", "targeted_hierarchy")
+REPORT_PREDICTORS = ("random", "lexical_only", "type_only", "structural_oracle", "rank_random", "rank_jaccard",
+                     "rank_bm25", "rank_minilm", "rank_rrf")
+REFERENCE_RUNS = REPO_ROOT / "runs"
+
+
+def _profile(result: dict, top: int = 3) -> str:
+    """The most frequent first violations other than ``none``, e.g. ``table_column 87, ...``."""
+    counts = sorted(((k, v) for k, v in result["first_violation_counts"].items() if v and k != "none"),
+                    key=lambda kv: (-kv[1], kv[0]))
+    return ", ".join(f"{k} {v}" for k, v in counts[:top]) or "-"
+
+
+def _predictor_row(name: str, result: dict) -> list:
+    ci = result["exact_accuracy_ci"]
+    ranking = result.get("ranking") or {}
+    rk = lambda key: _fmt_rate(ranking.get(key)) if ranking else "    -"  # noqa: E731
+    return [name, result["n"], f"{result['n_valid']}/{result['n']}",
+            f"{result['n_exact']}/{result['n']} {_fmt_rate(result['exact_accuracy'])}",
+            "n/a" if ci is None else f"[{ci[0]:.3f}, {ci[1]:.3f}]",
+            rk("recall_at_1"), rk("recall_at_5"), rk("mrr"), _profile(result)]
+
+
+def reference_run_results(export_dir: Path, config: str, references: dict[str, str]):
+    """Scores of the stored model runs under ``runs/`` on ``config``.
+
+    Returns:
+        ``(results, refused)``: ``[(run name, aggregate)]`` for runs made on this export's
+        records (a partial run is scored on the cases it has and named so), and one message
+        per run refused because its records hash differs from the export's.
+    """
+    from exbind_aggregate import aggregate
+    from exbind_scoring import score_prediction
+    from predictors.io import read_jsonl
+    from predictors.runner import RunExportMismatch, check_run_matches_export
+
+    out, refused = [], []
+    for run_dir in sorted(p.parent for p in REFERENCE_RUNS.glob(f"*/{config}/predictions.jsonl")):
+        try:
+            check_run_matches_export(run_dir, export_dir)
+        except RunExportMismatch as exc:
+            refused.append(f"refused {run_dir.parent.name}: {exc}")
+            continue
+        preds = [p for p in read_jsonl(run_dir / "predictions.jsonl") if p["case_id"] in references]
+        result = aggregate([score_prediction(p["output"], references[p["case_id"]]) for p in preds])
+        done = "" if len(preds) == len(references) else f" (partial: {len(preds)}/{len(references)} cases)"
+        out.append((f"{run_dir.parent.name}{done}", result))
+    return out, refused
+
+
+def predictor_tables(export_dir: Path) -> str:
+    """Predictors on broad and targeted (issue 4): validity, exact with its Wilson interval,
+    R@1 / R@5 / MRR for rankers, the first-violation profile, and any stored model run."""
+    import evaluate
+
+    from transformers.utils import logging as hf_logging
+
+    from predictors import predict
+    from predictors.io import load_config_rows
+
+    hf_logging.disable_progress_bar()
+
+    metric = evaluate.load(METRIC_PATH)
+    out = []
+    for config in PREDICTOR_CONFIGS:
+        rows = load_config_rows(export_dir, config)
+        refs = [r["reference"] for r in rows]
+        table = []
+        for name in REPORT_PREDICTORS:
+            outputs = [p["output"] for p in predict(rows, name)]
+            table.append(_predictor_row(name, metric.compute(predictions=outputs, references=refs)))
+        runs, refused = reference_run_results(export_dir, config, {r["case_id"]: r["reference"] for r in rows})
+        table += [_predictor_row(name, result) for name, result in runs]
+        out.append(format_table(
+            ["predictor", "n", "valid", "exact", "exact 95% CI", "R@1", "R@5", "MRR", "first violations"], table,
+            f"Predictors on {config}") + "".join(f"\n{msg}" for msg in refused))
+    out.append("random picks one candidate (graph: one ordered pair) per case with a seeded generator; "
+               "lexical_only, type_only and structural_oracle abstain on ties as the gates do; rankers (rank_*) break ties by sha256(case id, ranker, candidate id), so their top-1 differs "
+               "by design. rank_rrf fuses rank_bm25 and rank_minilm (k=60).")
+    return "\n\n".join(out)
+
+
 def print_release_report(export_dir: Path, manifest: dict | None = None) -> None:
     """Print composition, gate tables and baseline tables for an export folder."""
     if manifest is None:
@@ -113,3 +195,5 @@ def print_release_report(export_dir: Path, manifest: dict | None = None) -> None
     print(gate_table(manifest))
     print()
     print(baseline_tables(Path(export_dir)))
+    print()
+    print(predictor_tables(Path(export_dir)))
