@@ -4,7 +4,8 @@ Command line (``python exbind.py score --help``)::
 
     python exbind.py score --config targeted_table --predictions preds.jsonl \\
         [--export ./exbind] [--per-case scores.jsonl] [--json report.json] \\
-        [--compare-config targeted_table_permuted --compare preds_perm.jsonl] [--allow-unknown]
+        [--compare-config targeted_table_permuted --compare preds_perm.jsonl] [--allow-unknown] \\
+        [--eval-results MODEL_REPO_DIR --eval-dataset-id USER/exbind [--eval-dataset-revision SHA]]
 
 Predictions file: JSON Lines, one object per line, ``{"case_id": "...", "output": "<raw
 model output text>"}`` (other keys are ignored; blank lines are skipped). ``output`` is the
@@ -44,6 +45,8 @@ import datasets
 
 from exbind_aggregate import aggregate, group_variants, paired_comparison, wilson_interval
 from exbind_scoring import CANONICAL_DIMENSION, CANONICAL_DIMENSIONS, REFERENCE_SCHEMA, score_prediction
+from generator.hub import (EvalResultsError, add_eval_results_arguments, eval_results_argument_error,
+                           write_eval_results_from_args)
 from generator.report import FORMAT_ORDER, format_table
 
 NO_PREDICTION = "no prediction"
@@ -456,6 +459,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "targeted_table_permuted or targeted_table_column_metadata")
     parser.add_argument("--compare-per-case", type=Path, help="write the --compare per-case records as JSONL")
     parser.add_argument("--json", type=Path, help="write the whole report (without per-case records) as JSON")
+    parser.add_argument("--plots", type=Path, metavar="DIR",
+                        help="write PNG figures to DIR (needs matplotlib): first_violations, survival, "
+                        "accuracy_by_gold_rank, and where they apply accuracy_by_condition, transitions, "
+                        "paired_comparison (generator.plots.save_all)")
+    add_eval_results_arguments(parser)
     parser.add_argument("--allow-unknown", action="store_true",
                         help="ignore (and list) predicted case ids that are not in the config instead of failing")
     parser.add_argument("--cache-dir", help="datasets cache folder (default: the datasets default)")
@@ -479,6 +487,9 @@ def run(args: argparse.Namespace) -> int:
     if args.compare_config and args.compare is None:
         print("error: --compare-config needs --compare (the second predictions file)", file=sys.stderr)
         return 2
+    if eval_results_argument_error(args):
+        print(f"error: {eval_results_argument_error(args)}", file=sys.stderr)
+        return 2
     try:
         report = build_report(args.config, args.export, args.predictions, compare_config=args.compare_config,
                               compare_path=args.compare, allow_unknown=args.allow_unknown,
@@ -497,4 +508,29 @@ def run(args: argparse.Namespace) -> int:
             slim["compare"] = {k: v for k, v in slim["compare"].items() if k != "records"}
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(slim, indent=2) + "\n", encoding="utf-8")
+    try:
+        eval_results = write_eval_results_from_args(report, args)
+    except EvalResultsError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if eval_results is not None:
+        print(f"eval results: wrote {eval_results}")
+    if args.plots:
+        written = write_plots(report, args.export, args.plots, args.cache_dir)
+        print(f"plots: wrote {len(written)} PNG file(s) to {args.plots}: " + ", ".join(p.name for p in written))
     return 0
+
+
+def write_plots(report: dict, export_dir: Path, out_dir: Path, cache_dir: Optional[str] = None) -> list[Path]:
+    """Write the figures of a :func:`build_report` result (``--plots DIR``).
+
+    The gold ranks come from the config's ``reference`` column (:func:`load_config`); with a
+    comparison the paired figure is added. See :func:`generator.plots.save_all`.
+
+    Returns:
+        The written PNG paths.
+    """
+    from generator.plots import save_all  # matplotlib is needed only for --plots
+
+    _, references = load_config(export_dir, report["config"], cache_dir)
+    return save_all(report["summary"], report["records"], references, out_dir, paired=report.get("paired"))
