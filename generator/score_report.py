@@ -153,7 +153,8 @@ def load_config(export_dir: Path, config: str, cache_dir: Optional[str] = None) 
 
 
 def score_cases(case_ids: list[str], references: list[str], predictions: dict[str, str],
-                allow_unknown: bool = False, config: str = "the config") -> dict:
+                allow_unknown: bool = False, config: str = "the config",
+                coordinate_frame: Optional[str] = None) -> dict:
     """Score every case of a config, accounting for every case id.
 
     Args:
@@ -162,6 +163,8 @@ def score_cases(case_ids: list[str], references: list[str], predictions: dict[st
         allow_unknown: ignore prediction case ids that are not in the config (they are
             still listed in the result) instead of raising.
         config: the config name, for messages.
+        coordinate_frame: frame of click predictions (``"pixel"``, ``"unit"``,
+            ``"thousand"``); clicks without one are invalid (SPEC §9).
 
     Returns:
         ``{"records": [...], "missing": [...], "unknown": [...]}``: one per-case record
@@ -183,7 +186,7 @@ def score_cases(case_ids: list[str], references: list[str], predictions: dict[st
     records, missing = [], []
     for case_id, reference in zip(case_ids, references):
         if case_id in predictions:
-            records.append(score_prediction(predictions[case_id], reference))
+            records.append(score_prediction(predictions[case_id], reference, coordinate_frame=coordinate_frame))
         else:
             record = score_prediction("", reference)
             record["reason"] = NO_PREDICTION
@@ -235,7 +238,8 @@ def _paired_section(original: list[dict], variant: list[dict], resamples: int, s
 
 def build_report(config: str, export_dir: Path, predictions_path: Path, *, compare_config: Optional[str] = None,
                  compare_path: Optional[Path] = None, allow_unknown: bool = False, cache_dir: Optional[str] = None,
-                 resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED) -> dict:
+                 resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED,
+                 coordinate_frame: Optional[str] = None) -> dict:
     """Score one predictions file (and optionally a second one for the paired comparison).
 
     Args:
@@ -247,6 +251,7 @@ def build_report(config: str, export_dir: Path, predictions_path: Path, *, compa
         allow_unknown: see :func:`score_cases`.
         cache_dir: ``datasets`` cache folder.
         resamples, seed: paired bootstrap settings (:func:`exbind_aggregate.paired_comparison`).
+        coordinate_frame: frame of click predictions (:func:`score_cases`).
 
     Returns:
         Plain JSON: ``config``, ``export``, ``predictions`` (path), ``n_rows``,
@@ -263,7 +268,7 @@ def build_report(config: str, export_dir: Path, predictions_path: Path, *, compa
     def one(cfg: str, path: Path) -> dict:
         predictions = read_predictions(path)
         case_ids, references = load_config(export_dir, cfg, cache_dir)
-        scored = score_cases(case_ids, references, predictions, allow_unknown, cfg)
+        scored = score_cases(case_ids, references, predictions, allow_unknown, cfg, coordinate_frame)
         return {
             "config": cfg,
             "export": str(Path(export_dir).resolve()),
@@ -426,6 +431,27 @@ def paired_table(report: dict) -> str:
     return out + ("\n" + "\n".join("unpaired: " + u for u in unpaired) if unpaired else "")
 
 
+def ranking_click_tables(summary: dict) -> list[str]:
+    """R@k / MRR of ranked predictions and point-in-box accuracy of clicks (SPEC §9), when present."""
+    out = []
+    ranking = summary.get("ranking")
+    if ranking:
+        out.append(format_table(
+            ["ranked cases", "R@1", "R@5", "R@10", "MRR"],
+            [[ranking["n_ranked"], _rate(ranking["recall_at_1"]), _rate(ranking["recall_at_5"]),
+              _rate(ranking["recall_at_10"]), _rate(ranking["mrr"])]],
+            "Ranked predictions (top-1 scored as the reference; repeats count at their first position)"))
+    click = summary.get("click")
+    if click:
+        classes = ", ".join(f"{k} {v}" for k, v in click["classes"].items())
+        out.append(format_table(
+            ["clicks", "point-in-box", "95% CI", "loose (2x diagonal)", "95% CI", "classes"],
+            [[click["n_clicks"], _rate(click["point_in_box_accuracy"]), _ci(click["point_in_box_accuracy_ci"]),
+              _rate(click["loose_accuracy"]), _ci(click["loose_accuracy_ci"]), classes]],
+            "Click predictions (resolved to the smallest containing candidate box)"))
+    return out
+
+
 def format_report(report: dict) -> str:
     """The whole printed report of :func:`build_report` as one string."""
     s = report["summary"]
@@ -437,6 +463,7 @@ def format_report(report: dict) -> str:
         first_violation_table(s),
         survival_table(s),
         consistency_tables(s, report["config"]),
+        *ranking_click_tables(s),
     ]
     if "paired" in report:
         parts.append("Comparison file\n" + header_text(report["compare"]))
@@ -464,6 +491,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "accuracy_by_gold_rank, and where they apply accuracy_by_condition, transitions, "
                         "paired_comparison (generator.plots.save_all)")
     add_eval_results_arguments(parser)
+    parser.add_argument("--coordinate-frame", choices=("pixel", "unit", "thousand"),
+                        help="frame of click predictions ({\"x\": .., \"y\": ..}); never guessed")
     parser.add_argument("--allow-unknown", action="store_true",
                         help="ignore (and list) predicted case ids that are not in the config instead of failing")
     parser.add_argument("--cache-dir", help="datasets cache folder (default: the datasets default)")
@@ -493,7 +522,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         report = build_report(args.config, args.export, args.predictions, compare_config=args.compare_config,
                               compare_path=args.compare, allow_unknown=args.allow_unknown,
-                              cache_dir=args.cache_dir, resamples=args.resamples, seed=args.seed)
+                              cache_dir=args.cache_dir, resamples=args.resamples, seed=args.seed,
+                              coordinate_frame=args.coordinate_frame)
     except ScoreInputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

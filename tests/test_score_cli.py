@@ -351,3 +351,29 @@ def test_paired_column_metadata_uses_the_same_case_ids(capsys, export_dir, files
     assert t9["variant 1 (targeted_table_column_metadata)"][:4] == ["120", "1.000", "120/120", "[0.969, 1.000]"]
     assert t9["paired delta"][:4] == ["120", "-", "+1.000", "[1.000, 1.000]"]
     assert "2000 resamples, seed 20260824" in t9["paired delta"][4]
+
+
+def test_clicks_and_rankings_get_their_own_tables(capsys, export_dir, rows, tmp_path):
+    from predictors import predict
+    from predictors.io import write_jsonl
+
+    clicks = []
+    for r in rows["paired"]:
+        ref = json.loads(r["reference"])
+        if r["format"] in ("svg", "canvas"):
+            x, y, w, h = next(c["bbox"] for c in ref["candidates"] if c["id"] == ref["gold"]["target_id"])
+            clicks.append({"case_id": r["case_id"], "output": json.dumps({"x": x + w / 2, "y": y + h / 2})})
+    write_jsonl(tmp_path / "clicks.jsonl", clicks)
+    code, out, _ = _run(capsys, export_dir, "--config", "paired", "--predictions", tmp_path / "clicks.jsonl",
+                        "--coordinate-frame", "pixel")
+    assert code == 0
+    assert _table(out, "Click predictions")["50"] == [
+        "1.000", "[0.929, 1.000]", "1.000", "[0.929, 1.000]", "target 50, distractor 0, neither 0, invalid 0"]
+    code, out, _ = _run(capsys, export_dir, "--config", "paired", "--predictions", tmp_path / "clicks.jsonl")
+    # no frame given: every click is invalid
+    assert _table(out, "Click predictions")["50"][-1] == "target 0, distractor 0, neither 0, invalid 50"
+
+    write_jsonl(tmp_path / "bm25.jsonl", predict(rows["targeted_table"], "rank_bm25"))
+    code, out, _ = _run(capsys, export_dir, "--config", "targeted_table", "--predictions", tmp_path / "bm25.jsonl")
+    assert code == 0
+    assert _table(out, "Ranked predictions")["120"] == ["0.000", "0.100", "0.317", "0.096"]
