@@ -39,18 +39,20 @@ _DESCRIPTIONS = {
     "targeted_hierarchy": "Targeted hierarchy diagnostic (tree): repeated-module depth 2, 3 and 4, 40 cases each.",
     "targeted_table_permuted": "Candidate-order control: the 120 targeted table cases under three seeded permutations.",
     "targeted_table_column_metadata": "Column-metadata ablation: the 120 targeted table cases with a column field on every candidate.",
+    "legacy_bridge": "Legacy bridge: 300 executable SVG binding tasks on Graphviz gallery graphs with a cached real predictor output each.",
 }
 
 _RELEASE_CACHE: dict[str, Release] = {}
 
 
-def release(processes: int | None = None, show_progress: bool = False) -> Release:
-    """The release of this generator version, generated (and gated) once per process."""
-    if GENERATOR_VERSION not in _RELEASE_CACHE:
+def release(processes: int | None = None, show_progress: bool = False, legacy_path: str | None = None) -> Release:
+    """The release of this generator version (and legacy JSONL), generated and gated once per process."""
+    key = (GENERATOR_VERSION, legacy_path)
+    if key not in _RELEASE_CACHE:
         total = len(broad_plans()) + len(targeted_plans())
         with tqdm(total=total, desc="generate + gate latents", disable=not show_progress) as bar:
-            _RELEASE_CACHE[GENERATOR_VERSION] = build_release(processes, progress=bar)
-    return _RELEASE_CACHE[GENERATOR_VERSION]
+            _RELEASE_CACHE[key] = build_release(processes, progress=bar, legacy_path=legacy_path)
+    return _RELEASE_CACHE[key]
 
 
 class ExBindConfig(datasets.BuilderConfig):
@@ -109,6 +111,9 @@ def main(argv: list[str] | None = None) -> int:
     build.add_argument("--out", default="exbind", help="export folder (default ./exbind); replaced atomically")
     build.add_argument("--processes", type=int, default=None, help="generation processes (output is identical)")
     build.add_argument("--quiet", action="store_true", help="print only the export path")
+    build.add_argument("--legacy", metavar="JSONL", default=None,
+                       help="build legacy_bridge from your own legacy records (format: legacy/README.md) "
+                            "instead of the shipped Graphviz-gallery records")
     score = sub.add_parser(
         "score", help="score a predictions JSONL against a config and print the paper-style tables",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -156,7 +161,8 @@ def main(argv: list[str] | None = None) -> int:
 
         datasets.disable_progress_bars()
         try:
-            manifest = export_release(Path(args.out), ExBind, lambda: release(args.processes, not args.quiet),
+            manifest = export_release(Path(args.out), ExBind,
+                                      lambda: release(args.processes, not args.quiet, args.legacy),
                                       show_progress=not args.quiet)
         except CardCheckError as exc:
             print(f"build refused: the export failed its checks; the previous export is untouched\n{exc}",

@@ -30,6 +30,12 @@ Three prediction kinds (SPEC §9; issue 4), told apart in one place,
 
 A reference is the JSON string in every dataset row's ``reference`` field
 (:data:`REFERENCE_SCHEMA`); see :func:`load_reference` for its keys.
+
+The legacy bridge (SPEC §8; issue 6) adds family ``"legacy"`` (suite ``"legacy"``, format
+``"svg"``, :data:`DECLARED_ORDERS` ``["legacy"]``) whose task types (object, endpoint, edge,
+group) apply the stages of :data:`LEGACY_APPLICABLE_STAGES`; its rules are in
+:func:`stage_scores` and :func:`execute_target`. Every other suite keeps
+:data:`FAMILY_OF_FORMAT`.
 """
 
 from __future__ import annotations
@@ -58,6 +64,20 @@ DECLARED_ORDERS: dict[str, tuple[str, ...]] = {
     "hierarchy": ("candidate_valid", "identity", "hierarchy", "role", "attribute", "exact"),
     "graph": ("candidate_valid", "identity", "relation", "role", "exact"),
     "table": ("candidate_valid", "table_row", "table_column", "table_cell", "exact"),
+    "legacy": ("candidate_valid", "identity", "hierarchy", "relation", "role", "exact"),
+}
+
+# Legacy bridge (SPEC §8; issue 6): legacy SVG binding records (suite "legacy") keep format
+# "svg" and use family "legacy"; each task type applies its own subset of the legacy order.
+LEGACY_SUITE = "legacy"
+LEGACY_FAMILY = "legacy"
+LEGACY_FORMATS = ("svg",)
+LEGACY_TASK_TYPES = ("object", "endpoint", "edge", "group")
+LEGACY_APPLICABLE_STAGES: dict[str, tuple[str, ...]] = {
+    "object": ("candidate_valid", "identity", "exact"),
+    "endpoint": ("candidate_valid", "identity", "role", "exact"),
+    "edge": ("candidate_valid", "identity", "relation", "role", "exact"),
+    "group": ("candidate_valid", "identity", "hierarchy", "exact"),
 }
 
 FIRST_VIOLATION_LABELS = (
@@ -241,8 +261,11 @@ def _validate_reference(payload: dict) -> None:
     fmt, family = payload["format"], payload["family"]
     if not isinstance(fmt, str) or fmt not in OUTPUT_KEYS:
         fail("format", f"is {fmt!r}; expected one of {sorted(OUTPUT_KEYS)}")
-    if not isinstance(family, str) or family != FAMILY_OF_FORMAT[fmt]:
-        fail("family", f"is {family!r}; format {fmt!r} belongs to {FAMILY_OF_FORMAT[fmt]!r}")
+    legacy = family == LEGACY_FAMILY and fmt in LEGACY_FORMATS and payload.get("suite") == LEGACY_SUITE
+    if not legacy and (not isinstance(family, str) or family != FAMILY_OF_FORMAT[fmt]):
+        also = (f" (family {LEGACY_FAMILY!r} only with suite {LEGACY_SUITE!r} and format "
+                f"{'/'.join(LEGACY_FORMATS)})") if family == LEGACY_FAMILY else ""
+        fail("family", f"is {family!r}; format {fmt!r} belongs to {FAMILY_OF_FORMAT[fmt]!r}{also}")
     if payload["output_keys"] != list(OUTPUT_KEYS[fmt]):
         fail("output_keys", f"is {payload['output_keys']!r}; format {fmt!r} uses {list(OUTPUT_KEYS[fmt])}")
     if payload["declared_order"] != list(DECLARED_ORDERS[family]):
@@ -266,9 +289,42 @@ def _validate_reference(payload: dict) -> None:
     target = payload["target"]
     if not isinstance(target, dict):
         fail("target", "must be an object (the target spec)")
+    if legacy:
+        _validate_legacy_target(target, fail)
+        task = target["kind"]
+        if stages != list(LEGACY_APPLICABLE_STAGES[task]):
+            fail("applicable_stages", f"must be {list(LEGACY_APPLICABLE_STAGES[task])} for a legacy {task} task")
+        return
     for name, kind in _TARGET_FIELDS[family].items():
         if not isinstance(target.get(name), kind):
             fail(f"target.{name}", f"must be a {kind.__name__} for the {family} family")
+
+
+# Target-spec fields of each legacy task type (``kind`` is the task type).
+_LEGACY_TARGET_FIELDS = {
+    "object": {"entity": str},
+    "endpoint": {"entity": str, "source": str, "target": str, "role": str},
+    "edge": {"entity": str, "source": str, "target": str},
+    "group": {"entity": str, "attributes": dict, "edges": list},
+}
+
+
+def _validate_legacy_target(target: dict, fail) -> None:
+    """Fields of a legacy target spec (see :func:`stage_scores`); ``fail(field, problem)`` raises."""
+    kind = target.get("kind")
+    if kind not in LEGACY_TASK_TYPES:
+        fail("target.kind", f"is {kind!r}; a legacy target's kind is one of {list(LEGACY_TASK_TYPES)}")
+    for name, typ in _LEGACY_TARGET_FIELDS[kind].items():
+        if not isinstance(target.get(name), typ):
+            fail(f"target.{name}", f"must be a {typ.__name__} for a legacy {kind} task")
+    if kind == "endpoint" and target["role"] not in ("source", "target"):
+        fail("target.role", "must be 'source' or 'target' for a legacy endpoint task")
+    if kind == "group":
+        if not isinstance(target["attributes"].get("member"), str):
+            fail("target.attributes.member", "must be the member node's entity for a legacy group task")
+        if not all(isinstance(e, list) and len(e) == 3 and all(isinstance(v, str) for v in e)
+                   for e in target["edges"]):
+            fail("target.edges", "must be [child, parent, 'in'] containment triples for a legacy group task")
 
 
 load_reference.cache_clear = _load_reference.cache_clear  # type: ignore[attr-defined]
@@ -476,11 +532,38 @@ def stage_scores(ref: dict, predicted: dict) -> dict[str, int]:
         same slot path, role, attribute = node kind; graph identity = same unordered
         endpoint set, relation = an edge with the instructed label joins them in either
         direction, role = ordered source/target; table row, column, cell.
+
+        Legacy (family ``"legacy"``, SPEC §8; issue 6): the task type is ``target.kind``;
+        candidates are SVG elements whose meanings come from the dot SVG (``kind`` ``node``,
+        ``edge`` or ``cluster``; an edge's ``attributes`` ``source``/``target`` are its
+        endpoint node entities). Rules:
+
+        - object: identity = the candidate's entity is the instructed node.
+        - endpoint (instructed edge A->B, role source or target): identity = the candidate
+          is A or B (a node element); role = it is the instructed endpoint (A for source,
+          B for target).
+        - edge (instructed edge A->B): the candidate's endpoint set is {src, tgt} for an
+          edge element, {name} for a node element, {} for a cluster; identity = that set is
+          non-empty and a subset of {A, B}; relation = it is an edge element joining A and B
+          in either direction (A != B); role = it is the edge A->B in the instructed
+          direction.
+        - group (the cluster containing X): identity = the candidate is on X's containment
+          chain (X itself or any cluster containing X: ``target.attributes.member`` and the
+          ``[child, parent, "in"]`` triples of ``target.edges``); hierarchy = it is the
+          innermost cluster containing X (``target.entity``).
+
+        Exact (outside this function) is the id equal to gold. So a reversed edge scores
+        identity 1, relation 1, role 0; node A picked in an edge task identity 1, relation
+        0; the other endpoint in an endpoint task identity 1, role 0; an outer cluster (or X
+        itself) in a group task identity 1, hierarchy 0.
     """
     family = ref["family"]
     target = ref["target"]
     by_id = ref["_by_id"]
     out: dict[str, int] = {}
+    if family == LEGACY_FAMILY:
+        (key,) = ref["output_keys"]
+        return _legacy_stage_scores(ref, by_id[predicted[key]])
     if family == "graph":
         s = by_id[predicted["source_id"]]["entity"]
         t = by_id[predicted["target_id"]]["entity"]
@@ -530,6 +613,57 @@ def stage_scores(ref: dict, predicted: dict) -> dict[str, int]:
             ok = get("row") == tget("row") and get("column") == tget("column")
         else:
             raise ReferenceError(f"reference field `applicable_stages` has unknown stage {stage!r}")
+        out[stage] = 1 if ok else 0
+    return out
+
+
+def _legacy_endpoints(cand: dict) -> set:
+    """Endpoint node entities of a legacy candidate: an edge's {source, target}, a node's {itself}."""
+    kind = cand.get("kind")
+    if kind == "edge":
+        attrs = _attrs(cand)
+        return {v for v in (attrs.get("source"), attrs.get("target")) if v is not None}
+    if kind == "node":
+        return {cand["entity"]}
+    return set()
+
+
+def _legacy_chain(target: dict) -> set:
+    """The member node and every cluster on its containment chain (group tasks)."""
+    chain = {(target.get("attributes") or {}).get("member")}
+    chain.update(parent for _child, parent, _rel in target.get("edges") or ())
+    chain.discard(None)
+    return chain
+
+
+def _legacy_stage_scores(ref: dict, cand: dict) -> dict[str, int]:
+    """The legacy rules of :func:`stage_scores` for one candidate."""
+    target = ref["target"]
+    task = target.get("kind")
+    entity, kind = cand["entity"], cand.get("kind")
+    src, dst = target.get("source"), target.get("target")
+    attrs = _attrs(cand)
+    out: dict[str, int] = {}
+    for stage in ref["_stages"]:
+        if task == "object" and stage == "identity":
+            ok = kind == "node" and entity == target["entity"]
+        elif task == "endpoint" and stage == "identity":
+            ok = kind == "node" and entity in (src, dst)
+        elif task == "endpoint" and stage == "role":
+            ok = kind == "node" and entity == (src if target.get("role") == "source" else dst)
+        elif task == "edge" and stage == "identity":
+            ends = _legacy_endpoints(cand)
+            ok = bool(ends) and ends <= {src, dst}
+        elif task == "edge" and stage == "relation":
+            ok = kind == "edge" and src != dst and {attrs.get("source"), attrs.get("target")} == {src, dst}
+        elif task == "edge" and stage == "role":
+            ok = kind == "edge" and attrs.get("source") == src and attrs.get("target") == dst
+        elif task == "group" and stage == "identity":
+            ok = entity in _legacy_chain(target)
+        elif task == "group" and stage == "hierarchy":
+            ok = kind == "cluster" and entity == target["entity"]
+        else:
+            raise ReferenceError(f"reference field `applicable_stages` has {stage!r}, not a stage of a legacy {task} task")
         out[stage] = 1 if ok else 0
     return out
 
@@ -979,6 +1113,12 @@ def execute_target(ref: dict) -> list[dict]:
 
     Reads only ``target`` and the candidate meanings, never ``gold`` (SPEC §7).
 
+    Legacy tasks: object -> the node element of the instructed node; endpoint -> the node
+    element of the instructed endpoint, provided an edge element A->B is a candidate; edge
+    -> every edge element from A to B in the instructed direction (a multi-edge gives
+    several, which the unique-gold gate rejects); group -> the cluster element that is the
+    member's direct parent on its containment chain (``target.edges``).
+
     Returns:
         Every surface reference (``{output key: id}``) that satisfies the spec, in
         inventory order; the unique-gold gate requires exactly one.
@@ -996,6 +1136,8 @@ def execute_target(ref: dict) -> list[dict]:
             if s["id"] != t["id"] and (s["entity"], t["entity"], target["edge_label"]) in edges
         ]
     (key,) = ref["output_keys"]
+    if family == LEGACY_FAMILY:
+        return [{key: c["id"]} for c in _legacy_hits(target, cands)]
     if family == "relational":
         want = target.get("attributes") or {}
         hits = [
@@ -1017,3 +1159,28 @@ def execute_target(ref: dict) -> list[dict]:
         matching = {r for r, values in rows.items() if all(values.get(col) == v for col, v in target.get("conditions") or [])}
         hits = [c for c in cands if c.get("row") in matching and c.get("column") == target.get("column")]
     return [{key: c["id"]} for c in hits]
+
+
+def _legacy_hits(target: dict, cands: list[dict]) -> list[dict]:
+    """Candidates satisfying a legacy target spec (see :func:`execute_target`)."""
+    task = target.get("kind")
+    src, dst = target.get("source"), target.get("target")
+
+    def is_edge(c: dict) -> bool:
+        attrs = _attrs(c)
+        return c.get("kind") == "edge" and attrs.get("source") == src and attrs.get("target") == dst
+
+    if task == "object":
+        return [c for c in cands if c.get("kind") == "node" and c["entity"] == target.get("entity")]
+    if task == "endpoint":
+        if not any(is_edge(c) for c in cands):
+            return []
+        want = src if target.get("role") == "source" else dst
+        return [c for c in cands if c.get("kind") == "node" and c["entity"] == want]
+    if task == "edge":
+        return [c for c in cands if is_edge(c)]
+    if task == "group":
+        member = (target.get("attributes") or {}).get("member")
+        parents = [parent for child, parent, _rel in target.get("edges") or () if child == member]
+        return [c for c in cands if c.get("kind") == "cluster" and c["entity"] in parents]
+    return []

@@ -183,6 +183,7 @@ def export_release(out_dir: Path, builder_cls, get_release: Callable[[], Release
             "configs": list(CONFIGS),
             "counts": counts,
             "gate_tables": rel.gate_tables,
+            "legacy_bridge_eligibility": rel.legacy_eligibility,
             "suite_checks": rel.suite_checks,
             "canonical_records_sha256": record_hashes,
             "files": {p.relative_to(tmp).as_posix(): sha256_file(p)

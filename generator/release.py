@@ -27,6 +27,7 @@ from generator.compilers.tree import compile_tree
 from generator.families import graph, hierarchy, relational, table
 from generator.records import GENERATOR_VERSION, ExBindRecord
 from generator.render import rasterize
+from legacy.bridge import bridge_records
 
 BROAD_SEED = 20260823
 TARGETED_SEED = 20260824
@@ -46,7 +47,7 @@ COMPILERS = {"svg": compile_svg, "canvas": compile_canvas, "tree": compile_tree,
 
 # Configs in export order (the controls come from targeted_table).
 CONFIGS = ("broad", "paired", "targeted_table", "targeted_hierarchy", "targeted_table_permuted",
-           "targeted_table_column_metadata")
+           "targeted_table_column_metadata", "legacy_bridge")
 
 
 @dataclass(frozen=True)
@@ -208,16 +209,19 @@ class Release:
     suite_checks: dict
     latent_hashes: dict
     seeds: dict
+    legacy_eligibility: dict
 
 
 def build_release(processes: Optional[int] = None, progress=None, broad_seed: int = BROAD_SEED,
-                  targeted_seed: int = TARGETED_SEED) -> Release:
+                  targeted_seed: int = TARGETED_SEED, legacy_path: Optional[str] = None) -> Release:
     """Generate both suites, run the suite-level checks, and assemble every config.
 
     Args:
         processes: generation processes (the output does not depend on it).
         progress: an optional tqdm bar updated once per latent.
         broad_seed, targeted_seed: suite seeds (the release uses SPEC §6's defaults).
+        legacy_path: a user's legacy JSONL for ``legacy_bridge`` (default: the shipped
+            Graphviz-gallery records; format: :mod:`legacy`).
 
     Raises:
         RuntimeError: when a suite-level check fails (the build stops; nothing is written).
@@ -239,6 +243,7 @@ def build_release(processes: Optional[int] = None, progress=None, broad_seed: in
     }
     configs["targeted_table_permuted"] = [p for r in configs["targeted_table"] for p in permuted_records(r)]
     configs["targeted_table_column_metadata"] = [column_metadata_record(r) for r in configs["targeted_table"]]
+    configs["legacy_bridge"], legacy_gate = bridge_records(legacy_path)
 
     gate_tables = {}
     for suite, gen in (("broad", broad), ("targeted", targeted)):
@@ -275,7 +280,8 @@ def build_release(processes: Optional[int] = None, progress=None, broad_seed: in
     if failures:
         raise RuntimeError(f"suite-level checks failed: {failures}: {json.dumps(checks, indent=1)}")
     hashes = {"broad": sorted(broad_hashes), "targeted": sorted(targeted_hashes)}
-    return Release(configs, gate_tables, checks, hashes, {"broad": broad_seed, "targeted": targeted_seed})
+    return Release(configs, gate_tables, checks, hashes, {"broad": broad_seed, "targeted": targeted_seed},
+                   legacy_gate)
 
 
 __all__ = ["GENERATOR_VERSION", "CONFIGS", "Release", "build_release", "broad_plans", "targeted_plans",

@@ -104,6 +104,31 @@ def baseline_tables(export_dir: Path) -> str:
     return "\n\n".join(out)
 
 
+def legacy_bridge_profile(export_dir: Path, manifest: dict) -> str:
+    """The legacy bridge's eligibility gate and the stage profile of its cached outputs
+    (paper §6.5: no-failure vs identity-stage and other first violations, by task type)."""
+    from exbind_aggregate import aggregate
+    from exbind_scoring import score_prediction
+
+    ds = datasets.load_dataset(str(export_dir), "legacy_bridge", split="test").remove_columns(["image"])
+    elig = manifest["legacy_bridge_eligibility"]
+    rejected = ", ".join(f"{k} {v}" for k, v in elig["rejected"].items()) or "none"
+    rows = []
+    predictors = sorted({c["predictor"] for c in ds["cached_output"]})
+    groups = [("all", list(range(ds.num_rows)))] + [
+        (t, [i for i, c in enumerate(ds["condition"]) if c == t]) for t in sorted(set(ds["condition"]))]
+    records = [score_prediction(c["output"], r) for c, r in zip(ds["cached_output"], ds["reference"])]
+    for name, idx in groups:
+        res = aggregate([records[i] for i in idx])
+        counts = res["first_violation_counts"]
+        other = {k: v for k, v in counts.items() if v and k not in ("none", "identity")}
+        rows.append([name, res["n"], counts["none"], counts["identity"], sum(other.values()),
+                     ", ".join(f"{k} {v}" for k, v in other.items()) or "-"])
+    return format_table(["task type", "n", "no failure", "identity-stage", "other", "other first violations"], rows,
+                        f"Legacy bridge: cached outputs of {', '.join(predictors)} in the stage vocabulary "
+                        f"(eligible {elig['eligible']}/{elig['attempted']}; rejected: {rejected})")
+
+
 PREDICTOR_CONFIGS = ("broad", "targeted_table", "targeted_hierarchy")
 REPORT_PREDICTORS = ("random", "lexical_only", "type_only", "structural_oracle", "rank_random", "rank_jaccard",
                      "rank_bm25", "rank_minilm", "rank_rrf")
@@ -195,5 +220,7 @@ def print_release_report(export_dir: Path, manifest: dict | None = None) -> None
     print(gate_table(manifest))
     print()
     print(baseline_tables(Path(export_dir)))
+    print()
+    print(legacy_bridge_profile(Path(export_dir), manifest))
     print()
     print(predictor_tables(Path(export_dir)))

@@ -85,7 +85,7 @@ def test_card_metadata_values(export_dir):
     assert [c["config_name"] for c in meta["configs"] if c.get("default")] == ["broad"]
     assert {i["config_name"]: i["splits"][0]["num_examples"] for i in meta["dataset_info"]} == {
         "broad": 250, "paired": 100, "targeted_hierarchy": 120, "targeted_table": 120,
-        "targeted_table_column_metadata": 120, "targeted_table_permuted": 360}
+        "targeted_table_column_metadata": 120, "targeted_table_permuted": 360, "legacy_bridge": 300}
 
 
 @pytest.mark.parametrize("old, new, expected", [
@@ -116,9 +116,10 @@ def test_card_check_reports_a_missing_or_extra_config(export_dir):
     assert card_problems(text.replace(paired, ""), CONFIGS, export_dir) == ["configs: config 'paired' is missing"]
     renamed = text.replace(paired, paired.replace("config_name: paired", "config_name: default"))
     assert card_problems(renamed, CONFIGS, export_dir) == [
+        "configs: does not round-trip unchanged through datasets' MetadataConfigs",
         "configs: config 'paired' is missing",
         ("configs: unexpected config 'default' (expected ['broad', 'paired', 'targeted_table', "
-         "'targeted_hierarchy', 'targeted_table_permuted', 'targeted_table_column_metadata'])"),
+         "'targeted_hierarchy', 'targeted_table_permuted', 'targeted_table_column_metadata', 'legacy_bridge'])"),
         "configs: a config is named 'default' (use `default: true` on broad instead)",
     ]
 
@@ -169,6 +170,7 @@ def test_parquet_files_are_viewer_ready(export_dir):
         "targeted_hierarchy": [100, 20],
         "targeted_table_permuted": [100, 100, 100, 60],
         "targeted_table_column_metadata": [100, 20],
+        "legacy_bridge": [100, 100, 100],
     }
     assert all(v["huggingface_metadata"] for v in layout.values())
     assert all(v["offset_index_missing"] == [] for v in layout.values())
@@ -180,6 +182,7 @@ def test_parquet_files_are_viewer_ready(export_dir):
         "targeted_hierarchy": ["prompt", "reference"],
         "targeted_table_permuted": ["prompt", "reference"],
         "targeted_table_column_metadata": ["prompt", "reference"],
+        "legacy_bridge": ["image.bytes", "observation.source", "prompt", "reference"],
     }
     assert set().union(*(v["column_index_missing"] for v in layout.values())) <= LONG_VALUE_COLUMNS
     assert expected_row_groups(250) == [100, 100, 50] and expected_row_groups(100) == [100]
@@ -246,7 +249,7 @@ def test_eval_yaml_check_names_the_problem(export_dir, tmp_path):
     assert hub.eval_yaml_problems(out, CONFIGS) == [
         "eval.yaml: `evaluation_framework` missing or empty",
         ("eval.yaml: task 'paired' names config 'pairs', not in ['broad', 'paired', 'targeted_table', "
-         "'targeted_hierarchy', 'targeted_table_permuted', 'targeted_table_column_metadata']"),
+         "'targeted_hierarchy', 'targeted_table_permuted', 'targeted_table_column_metadata', 'legacy_bridge']"),
         "eval.yaml: config 'paired' has no task",
     ]
     (out / "eval.yaml").unlink()
@@ -362,20 +365,21 @@ def test_push_dry_run_prints_the_exact_operations(export_dir, fake_hub, capsys):
     assert hub.run_push(_push_args(export_dir, "user/exbind", "--dry-run")) == 0
     out = capsys.readouterr().out.splitlines()
     paths = _expected_paths(export_dir)
-    assert len(paths) == 9
-    assert paths[1].startswith("data/broad/") and paths[6].startswith("data/targeted_table_permuted/")
+    assert len(paths) == 10
+    assert paths[1].startswith("data/broad/") and paths[2].startswith("data/legacy_bridge/")
+    assert paths[7].startswith("data/targeted_table_permuted/")
     assert out[:4] == [
-        f"push 9 files from {export_dir} to dataset repo user/exbind (branch main) in one commit",
+        f"push 10 files from {export_dir} to dataset repo user/exbind (branch main) in one commit",
         "  create_repo(repo_id='user/exbind', repo_type='dataset', private=False, exist_ok=True)",
         ("  create_commit(repo_id='user/exbind', repo_type='dataset', revision=None, "
-         "commit_message='ExBind exbind.generator.v1: 6 configs, 9 files'):"),
+         "commit_message='ExBind exbind.generator.v1: 7 configs, 10 files'):"),
         "    delete <each file under data/ on the branch that this export does not hold; listed when pushing>",
     ]
-    assert [line.split()[1] for line in out[4:13]] == paths
+    assert [line.split()[1] for line in out[4:14]] == paths
     assert out[4] == (f"    add README.md ({(export_dir / 'README.md').stat().st_size} bytes, "
                       f"sha256 {sha256_file(export_dir / 'README.md')[:16]})")
-    assert out[13].startswith("note: eval.yaml names evaluation_framework 'exbind'")
-    assert out[14:] == ["dry run: nothing was uploaded"]
+    assert out[14].startswith("note: eval.yaml names evaluation_framework 'exbind'")
+    assert out[15:] == ["dry run: nothing was uploaded"]
     assert FakeApi.instances == []  # no Hub client was even created
 
 
@@ -392,7 +396,7 @@ def test_push_uploads_everything_in_one_commit(export_dir, fake_hub):
     assert api.calls[2] == ("list_repo_files", "user/exbind", {"repo_type": "dataset", "revision": "v1-candidate"})
     _, repo_id, operations, kw = api.calls[3]
     assert repo_id == "user/exbind"
-    assert kw == {"repo_type": "dataset", "commit_message": "ExBind exbind.generator.v1: 6 configs, 9 files",
+    assert kw == {"repo_type": "dataset", "commit_message": "ExBind exbind.generator.v1: 7 configs, 10 files",
                   "commit_description": "Exported by `python exbind.py build`; every file's SHA-256 is in "
                                         "exbind_manifest.json.",
                   "revision": "v1-candidate"}

@@ -1,0 +1,374 @@
+"""Legacy bridge tasks derived from the shipped Graphviz gallery SVGs, and the cached run.
+
+Every task comes from the SVG structure (:func:`legacy.gallery.parse_svg`), never by hand:
+
+- object: "the node named X" -> the node element X;
+- endpoint: "the source (target) node of the edge from A to B" -> node A (B), for every
+  directed edge element A->B (A != B);
+- edge: "the edge from A to B" -> the edge element A->B, when exactly one edge element joins
+  A to B in that direction (where B->A also exists it is a decoy);
+- group: "the innermost cluster that contains X" -> the smallest cluster whose box holds X.
+
+Referring names (what an instruction calls a node, :func:`referring_names`): a node's title
+(dot name) when its visible label is the title or starts with the title and a space (e.g.
+``22342`` labelled ``22342 ksh``), else its visible label; the name must be non-empty, at
+most :data:`MAX_NAME_CHARS` characters, free of double quotes, and must not match any other
+node (another node's title, label, or a label starting with it and a space), and the node
+must paint pixels. Nodes without such a name are never referred to. Undirected graphs
+(``A--B`` edges) give object and group tasks only.
+
+Candidates are every node, edge and cluster element of the graph (released in a per-record
+seeded shuffle);
+:func:`select_tasks` draws exactly :data:`N_TASKS` tasks with ``random.Random(SEED)``,
+balanced across task types where the material allows, round-robin over graphs so many
+graphs contribute; each drawn task must pass the release's per-record gates
+(:func:`generator.gates.run_record_gates`, suite ``legacy``), and a failing one is replaced
+by the next draw (counted). The cached outputs come from one real run of the BM25 ranker
+(:func:`run_bm25`); ``python -m legacy.tasks`` rewrites ``legacy/data/bridge_records.jsonl``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import hashlib
+import json
+import platform
+import random
+from collections import Counter
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Optional
+
+from exbind_scoring import LEGACY_TASK_TYPES, tokenize
+from legacy.converter import Ineligible, LegacyInput, build_record
+from legacy.gallery import (
+    DATA_DIR,
+    GALLERY_DIR,
+    SvgGraph,
+    boxes_for,
+    gallery_names,
+    gallery_svg,
+    parse_svg_cached,
+)
+
+SEED = 20260825
+N_TASKS = 300
+MAX_NAME_CHARS = 40
+TEMPLATES_FILE = DATA_DIR / "templates.json"
+BRIDGE_FILE = DATA_DIR / "bridge_records.jsonl"
+SOURCE_PREFIX = "graphviz-doc examples/graphs"
+PREDICTOR = "rank_bm25"
+
+
+def load_templates() -> dict[str, list[str]]:
+    """Instruction templates (data): keys object, endpoint_source, endpoint_target, edge, group."""
+    data = json.loads(TEMPLATES_FILE.read_text(encoding="utf-8"))
+    return {k: v for k, v in data.items() if not k.startswith("_")}
+
+
+def referring_names(graph: SvgGraph, boxes: dict) -> dict[str, str]:
+    """``{node id: referring name}`` for the nodes an instruction may name (module docstring)."""
+    def matches(node, name: str) -> bool:
+        return node.title == name or node.text == name or node.text.startswith(name + " ")
+
+    out = {}
+    for n in graph.nodes.values():
+        if n.text == n.title or n.text.startswith(n.title + " "):
+            name = n.title
+        else:
+            name = n.text
+        name = name.strip()
+        if not name or len(name) > MAX_NAME_CHARS or '"' in name or boxes.get(n.id) is None:
+            continue
+        if any(matches(o, name) for o in graph.nodes.values() if o.id != n.id):
+            continue
+        out[n.id] = name
+    return out
+
+
+@dataclass(frozen=True)
+class Task:
+    """One eligible task of one gallery SVG.
+
+    Attributes:
+        graph: gallery file name (``unix.svg``).
+        task_type: object | endpoint | edge | group.
+        key: a stable sort key within the graph (element ids and role).
+        target: the structured target of the legacy format (node titles).
+        gold_id: the element the structure designates.
+        names: ``{"x": ...}`` or ``{"a": ..., "b": ...}`` referring names for the template.
+        template_key: the template group (``endpoint_source`` / ``endpoint_target`` for endpoints).
+    """
+
+    graph: str
+    task_type: str
+    key: tuple
+    target: tuple
+    gold_id: str
+    names: tuple
+    template_key: str
+
+    def target_dict(self) -> dict:
+        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.target}
+
+
+def graph_tasks(name: str) -> list[Task]:
+    """Every eligible task of one shipped gallery SVG, in a stable order."""
+    svg = gallery_svg(name)
+    graph = parse_svg_cached(svg)
+    boxes, _ = boxes_for(svg)
+    names = referring_names(graph, boxes)
+    out: list[Task] = []
+    for nid, x in names.items():
+        title = graph.nodes[nid].title
+        out.append(Task(name, "object", (nid,), (("node", title),), nid, (("x", x),), "object"))
+        chain = graph.node_chain.get(nid) or []
+        if chain and boxes.get(chain[0]) is not None:
+            out.append(Task(name, "group", (nid,), (("node", title),), chain[0], (("x", x),), "group"))
+    by_title = graph.node_by_title()
+    pairs = Counter((e.source, e.target) for e in graph.edges.values() if e.source is not None)
+    for e in graph.edges.values():
+        if e.source is None or not e.directed or e.source == e.target or boxes.get(e.id) is None:
+            continue
+        a_id, b_id = by_title[e.source], by_title[e.target]
+        if a_id not in names or b_id not in names:
+            continue
+        ab = (("a", names[a_id]), ("b", names[b_id]))
+        edge = (e.source, e.target)
+        for role, gold in (("source", a_id), ("target", b_id)):
+            out.append(Task(name, "endpoint", (e.id, role), (("edge", edge), ("endpoint", role)), gold, ab,
+                            f"endpoint_{role}"))
+        if pairs[edge] == 1:
+            out.append(Task(name, "edge", (e.id,), (("edge", edge),), e.id, ab, "edge"))
+    return sorted(out, key=lambda t: (t.task_type, t.key))
+
+
+def all_tasks() -> dict[str, list[Task]]:
+    """``{gallery file: its eligible tasks}`` over every shipped SVG."""
+    return {name: graph_tasks(name) for name in gallery_names()}
+
+
+def quotas(available: dict[str, int], total: int = N_TASKS) -> dict[str, int]:
+    """Balanced per-type counts summing to ``total``: equal shares, a type short of its share
+    gives it all and the rest is re-shared among the others (earlier types take remainders).
+
+    Raises:
+        ValueError: fewer than ``total`` tasks available in all.
+    """
+    if sum(available.values()) < total:
+        raise ValueError(f"only {sum(available.values())} eligible tasks, {total} needed")
+    out = {t: 0 for t in available}
+    left, open_types = total, [t for t in available if available[t] > 0]
+    while left and open_types:
+        share, extra = divmod(left, len(open_types))
+        for i, t in enumerate(list(open_types)):
+            give = min(share + (1 if i < extra else 0), available[t] - out[t])
+            out[t] += give
+            left -= give
+        open_types = [t for t in open_types if out[t] < available[t]]
+    return out
+
+
+def _instruction(task: Task, rng: random.Random, templates: dict) -> str:
+    template = rng.choice(templates[task.template_key])
+    return template.format(**{k: f'"{v}"' for k, v in task.names})
+
+
+def _leaks(instruction: str, candidate_ids: list[str]) -> bool:
+    """True when an instruction token equals a candidate id (or a token of one)."""
+    words = tokenize(instruction)
+    return any(words & tokenize(cid) for cid in candidate_ids)
+
+
+def legacy_dict(task: Task, record_id: str, instruction: str) -> dict:
+    """The legacy JSONL object of a task (no ``cached_output`` / ``output_provenance`` yet)."""
+    graph = parse_svg_cached(gallery_svg(task.graph))
+    return {
+        "id": record_id,
+        "source": f"{SOURCE_PREFIX}/{_source_path(task.graph)}",
+        "task_type": task.task_type,
+        "instruction": instruction,
+        "svg_file": f"gallery/{task.graph}",
+        "candidate_ids": list(graph.order),
+        "gold": {"target_id": task.gold_id},
+        "target": task.target_dict(),
+    }
+
+
+def _source_path(svg_name: str) -> str:
+    """``directed/unix.gv`` (from PROVENANCE.md's table; ``.gv.gz`` where shipped compressed)."""
+    stem = svg_name[:-4]
+    for line in (GALLERY_DIR / "PROVENANCE.md").read_text(encoding="utf-8").splitlines():
+        if line.startswith(f"| `{svg_name}` |"):
+            return line.split("`")[3].split("examples/graphs/", 1)[1]
+    return f"{stem}.gv"
+
+
+def to_input(obj: dict, line: int = 0) -> LegacyInput:
+    """A legacy dict (possibly without outputs yet) as a :class:`LegacyInput`."""
+    from legacy.converter import parse_record
+
+    return parse_record(obj, line, "<tasks>", DATA_DIR, require_output=False)
+
+
+def select_tasks(tasks: Optional[dict[str, list[Task]]] = None, n: int = N_TASKS, seed: int = SEED) -> tuple[list[dict], dict]:
+    """Draw ``n`` tasks deterministically and turn them into legacy dicts (without outputs).
+
+    Per task type (quota from :func:`quotas`; endpoint split into source and target roles,
+    the odd one to source): graphs in ``Random(seed)``-shuffled order, each
+    graph's tasks shuffled, then taken round-robin (one per graph per round). Each drawn task
+    gets a template (``rng.choice``) and must pass the gates (no instruction token equal to a
+    candidate id; :func:`legacy.converter.build_record`'s eligibility gate;
+    :func:`generator.gates.run_record_gates` with suite ``legacy``); a failure is counted and
+    the next draw replaces it.
+
+    Returns:
+        ``(dicts, report)``: legacy dicts sorted by (graph, task type, key) with ids
+        ``gv_<graph>_<task type>_<k>``, each with its candidates (every element of the graph)
+        in a released order shuffled by ``Random(first 8 bytes of sha256("<seed>|<id>"))``; ``report`` = ``{"available": {type: n},
+        "quotas": {type: n}, "selected": {type: n}, "graphs": {type: number of graphs},
+        "gate_rejections": {reason: n}}``.
+    """
+    from generator.gates import run_record_gates
+
+    tasks = tasks if tasks is not None else all_tasks()
+    rng = random.Random(seed)
+    templates = load_templates()
+    available = {t: sum(1 for ts in tasks.values() for x in ts if x.task_type == t) for t in LEGACY_TASK_TYPES}
+    want = quotas(available, n)
+    # Strata: the task types, with endpoint split evenly into source and target roles.
+    strata: list[tuple[str, int]] = []
+    for task_type in LEGACY_TASK_TYPES:
+        if task_type == "endpoint":
+            half = want[task_type] // 2
+            strata += [("endpoint_source", want[task_type] - half), ("endpoint_target", half)]
+        else:
+            strata.append((task_type, want[task_type]))
+    chosen: list[tuple[Task, str]] = []
+    rejections: Counter = Counter()
+    for stratum, quota in strata:
+        graphs = sorted(g for g, ts in tasks.items() if any(x.template_key == stratum for x in ts))
+        rng.shuffle(graphs)
+        queues = {}
+        for g in graphs:
+            queue = [x for x in tasks[g] if x.template_key == stratum]
+            rng.shuffle(queue)
+            queues[g] = queue
+        taken = 0
+        while taken < quota and any(queues.values()):
+            for g in graphs:
+                if taken == quota or not queues[g]:
+                    continue
+                task = queues[g].pop(0)
+                instruction = _instruction(task, rng, templates)
+                obj = legacy_dict(task, "pending", instruction)
+                if _leaks(instruction, obj["candidate_ids"]):
+                    rejections["instruction names a candidate id"] += 1
+                    continue
+                try:
+                    rec = build_record(to_input(obj), render=False)
+                except Ineligible as exc:
+                    rejections[exc.args[0]] += 1
+                    continue
+                ok, gate = run_record_gates(rec, rec.reference_json(), "legacy")
+                if not ok:
+                    rejections[f"gate {gate}"] += 1
+                    continue
+                chosen.append((task, instruction))
+                taken += 1
+        if taken < quota:
+            raise ValueError(f"only {taken} {stratum} tasks pass the gates, {quota} needed")
+    chosen.sort(key=lambda p: (p[0].graph, LEGACY_TASK_TYPES.index(p[0].task_type), p[0].key))
+    counters: Counter = Counter()
+    dicts = []
+    for task, instruction in chosen:
+        stem = task.graph[:-4].replace("-", "_")
+        counters[(stem, task.task_type)] += 1
+        record_id = f"gv_{stem}_{task.task_type}_{counters[(stem, task.task_type)]}"
+        obj = legacy_dict(task, record_id, instruction)
+        # Released candidate order: a shuffle seeded per record (hashlib, never hash()).
+        digest = hashlib.sha256(f"{seed}|{record_id}".encode("utf-8")).digest()
+        random.Random(int.from_bytes(digest[:8], "big")).shuffle(obj["candidate_ids"])
+        dicts.append(obj)
+    report = {
+        "available": available,
+        "quotas": want,
+        "selected": dict(Counter(d["task_type"] for d in dicts)),
+        "endpoint_roles": dict(Counter(d["target"]["endpoint"] for d in dicts if d["task_type"] == "endpoint")),
+        "graphs": {t: len({d["svg_file"] for d in dicts if d["task_type"] == t}) for t in LEGACY_TASK_TYPES},
+        "gate_rejections": dict(sorted(rejections.items())),
+    }
+    return dicts, report
+
+
+# --------------------------------------------------------------------------- the cached run
+
+
+def _file_sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def bm25_provenance(date: Optional[str] = None) -> dict:
+    """Provenance of the BM25 run: predictor, parameters, package versions, source hashes, date."""
+    from predictors import rankers
+
+    root = Path(__file__).resolve().parent.parent
+    versions = {}
+    for pkg in ("bm25s", "numpy", "scipy"):
+        try:
+            versions[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            versions[pkg] = None
+    return {
+        "predictor": PREDICTOR,
+        "implementation": "predictors.rankers.rank_case(case_id, instruction, reference, 'rank_bm25'); output = top-1",
+        "parameters": {"k1": rankers.BM25_K1, "b": rankers.BM25_B, "method": "lucene",
+                       "tokenizer": "exbind_scoring.tokenize",
+                       "tie_break": "sha256('{case_id}|rank_bm25|{candidate_id}') ascending"},
+        "reads": "the instruction and each candidate's candidate_text (node label, edge title and label, "
+                 "cluster label); never gold, the image or latent fields",
+        "output_format": '{"target_id": "<top-1 candidate id>"}',
+        "packages": {"python": platform.python_version(), **versions},
+        "source_sha256": {p: _file_sha256(root / p) for p in ("predictors/rankers.py", "exbind_scoring.py")},
+        "prompt_builder_hash": None,
+        "prompt_note": "a ranker reads no prompt, so no prompt builder applies",
+        "date": date or datetime.date.today().isoformat(),
+    }
+
+
+def run_bm25(record) -> str:
+    """The BM25 ranker's raw output for one converted record: ``{"target_id": top-1}``."""
+    from predictors.rankers import rank_case
+
+    ranking = rank_case(record.id, record.case.instruction, record.reference_json(), PREDICTOR)
+    return json.dumps({"target_id": ranking[0]})
+
+
+def write_bridge_records(path: Path = BRIDGE_FILE, date: Optional[str] = None) -> dict:
+    """Select the tasks, run BM25 once on each, and write the legacy JSONL (one object a line,
+    keys sorted). Returns the selection report plus ``{"path", "n"}``."""
+    dicts, report = select_tasks()
+    provenance = bm25_provenance(date)
+    lines = []
+    for obj in dicts:
+        record = build_record(to_input(obj), render=False)
+        obj = dict(obj, cached_output=run_bm25(record), output_provenance=provenance)
+        lines.append(json.dumps(obj, sort_keys=True, ensure_ascii=False))
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return {**report, "path": str(path), "n": len(lines)}
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    """``python -m legacy.tasks``: rewrite legacy/data/bridge_records.jsonl (BM25 run included)."""
+    parser = argparse.ArgumentParser(prog="python -m legacy.tasks", description=main.__doc__)
+    parser.add_argument("--out", type=Path, default=BRIDGE_FILE)
+    args = parser.parse_args(argv)
+    report = write_bridge_records(args.out)
+    print(json.dumps(report, indent=1, sort_keys=True))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
