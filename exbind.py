@@ -92,7 +92,8 @@ def main(argv: list[str] | None = None) -> int:
 
     Subcommands: ``build`` (generate, gate, export, report), ``score`` (score a
     predictions JSONL against a config; :mod:`generator.score_report`) and ``predict``
-    (run a gate baseline or ranker over a config; :mod:`predictors.cli`) and ``push``
+    (run a gate baseline or ranker over a config; :mod:`predictors.cli`), ``run-model``
+    (run a local Hugging Face checkpoint; :mod:`predictors.runner`) and ``push``
     (upload the export to the Hub in one commit; :mod:`generator.hub`).
 
     Returns:
@@ -127,9 +128,11 @@ def main(argv: list[str] | None = None) -> int:
     from generator.score_report import add_arguments as add_score_arguments
     from generator.hub import add_push_arguments
     from predictors.cli import add_arguments as add_predict_arguments
+    from predictors.runner import add_parser as add_run_model_parser
 
     add_score_arguments(score)
     add_predict_arguments(sub)
+    add_run_model_parser(sub)
     add_push_arguments(sub)
     args = parser.parse_args(argv)
 
@@ -141,6 +144,10 @@ def main(argv: list[str] | None = None) -> int:
         from generator.hub import run_push
 
         return run_push(args)
+    if args.command == "run-model":
+        from predictors.runner import run as run_model
+
+        return run_model(args)
     if args.command == "predict":
         from predictors.cli import run as run_predict
 
@@ -158,6 +165,7 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(str(exc))
 
         from generator.card import CardCheckError
+        from legacy.converter import LegacyRecordError
 
         datasets.disable_progress_bars()
         try:
@@ -167,6 +175,9 @@ def main(argv: list[str] | None = None) -> int:
         except CardCheckError as exc:
             print(f"build refused: the export failed its checks; the previous export is untouched\n{exc}",
                   file=sys.stderr)
+            return 2
+        except LegacyRecordError as exc:
+            print(f"build refused: {exc}; the previous export is untouched", file=sys.stderr)
             return 2
         if not args.quiet:
             print_release_report(Path(args.out), manifest)

@@ -528,6 +528,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(format_report(report))
+    no_frame = sum(1 for r in report["records"] if "coordinate_frame" in (r.get("reason") or ""))
+    if no_frame:
+        print(f"warning: {no_frame} click prediction(s) were scored invalid because no coordinate frame was "
+              "given; pass --coordinate-frame pixel|unit|thousand", file=sys.stderr)
     if args.per_case:
         _write_jsonl(args.per_case, report["records"])
     if args.compare_per_case and "compare" in report:

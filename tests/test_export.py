@@ -150,3 +150,14 @@ def test_export_refuses_paths_that_are_not_previous_exports(tmp_path, monkeypatc
         check_export_target(Path(__file__).resolve().parent.parent)
     assert (own / "thesis.tex").read_text() == "hi" and afile.read_text() == "f"
     assert check_export_target(tmp_path / "new" / "exbind") == (tmp_path / "new" / "exbind").resolve()
+
+
+def test_build_with_a_malformed_legacy_file_is_refused_with_line_and_field(tmp_path, capsys):
+    from exbind import main
+
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "x1", "source": "s", "task_type": "object"}\n', encoding="utf-8")
+    assert main(["build", "--legacy", str(bad), "--out", str(tmp_path / "exbind"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"build refused: {bad}:1: field ")
+    assert not (tmp_path / "exbind").exists()
