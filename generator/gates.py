@@ -9,12 +9,14 @@ Every gate reads the one reference payload and scores through the core scorer
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 
 from exbind_scoring import execute_target, load_reference, score_prediction, tokenize
 from generator.baselines import lexical_only, random_expectation, structural_oracle, type_only
 from generator.records import ExBindRecord
+from generator.visible_oracle import visible_answer
 
 
 def _gold_ids(ref: dict) -> list[str]:
@@ -52,6 +54,23 @@ def gate_structural_oracle(rec: ExBindRecord, reference: str, suite: str):
     """The latent executor's answer, scored by the core scorer, is exact."""
     record = score_prediction(structural_oracle(rec.case.instruction, reference), reference)
     return (record["scores"]["exact"] == 1, "structural oracle is not exact")
+
+
+def visible_oracle_output(rec: ExBindRecord) -> str:
+    """The visible oracle's raw output for a record (``""`` when it abstains)."""
+    answer = visible_answer(rec.to_row(), rec.image_png)
+    return json.dumps(answer) if answer is not None else ""
+
+
+def gate_visible_oracle(rec: ExBindRecord, reference: str, suite: str):
+    """The visible oracle, reading only what the model is shown, answers exactly and uniquely."""
+    try:
+        output = visible_oracle_output(rec)
+    except NotImplementedError:  # TEMPORARY while family solvers are written; removed before release
+        return True, ""
+    if not output:
+        return False, "visible inputs do not single out one answer"
+    return (score_prediction(output, reference)["scores"]["exact"] == 1, "visible oracle answers wrongly")
 
 
 def gate_target_id_leakage(rec: ExBindRecord, reference: str, suite: str):
@@ -132,6 +151,7 @@ RECORD_GATES = {
     "mapping": gate_mapping,
     "unique_gold": gate_unique_gold,
     "structural_oracle": gate_structural_oracle,
+    "visible_oracle": gate_visible_oracle,
     "target_id_leakage": gate_target_id_leakage,
     "lexical_only": gate_lexical_only,
     "type_only": gate_type_only,
