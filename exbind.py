@@ -29,7 +29,7 @@ import datasets
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from generator.records import FEATURES, GENERATOR_VERSION  # noqa: E402
-from generator.release import CONFIGS, Release, broad_plans, build_release, targeted_plans  # noqa: E402
+from composition.release import CONFIGS, Release, broad_plans, build_release, targeted_plans  # noqa: E402
 from tqdm.auto import tqdm  # noqa: E402
 
 _DESCRIPTIONS = {
@@ -56,7 +56,7 @@ def release(processes: int | None = None, show_progress: bool = False, legacy_pa
 
 
 class ExBindConfig(datasets.BuilderConfig):
-    """One ExBind configuration (a name of :data:`generator.release.CONFIGS`)."""
+    """One ExBind configuration (a name of :data:`composition.release.CONFIGS`)."""
 
 
 class ExBind(datasets.GeneratorBasedBuilder):
@@ -91,10 +91,10 @@ def main(argv: list[str] | None = None) -> int:
     """Command-line entry point; see ``python exbind.py --help``.
 
     Subcommands: ``build`` (generate, gate, export, report), ``score`` (score a
-    predictions JSONL against a config; :mod:`generator.score_report`) and ``predict``
+    predictions JSONL against a config; :mod:`reports.score_report`) and ``predict``
     (run a gate baseline or ranker over a config; :mod:`predictors.cli`), ``run-model``
     (run a local Hugging Face checkpoint; :mod:`predictors.runner`) and ``push``
-    (upload the export to the Hub in one commit; :mod:`generator.hub`).
+    (upload the export to the Hub in one commit; :mod:`publishing.hub`).
 
     Returns:
         The exit status (0 on success; ``score`` returns 2 for input it cannot score).
@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     build.add_argument("--processes", type=int, default=None, help="generation processes (output is identical)")
     build.add_argument("--quiet", action="store_true", help="print only the export path")
     build.add_argument("--legacy", metavar="JSONL", default=None,
-                       help="build legacy_bridge from your own legacy records (format: legacy/README.md) "
+                       help="build legacy_bridge from your own legacy records (format: generator/legacy/README.md) "
                             "instead of the shipped Graphviz-gallery records")
     score = sub.add_parser(
         "score", help="score a predictions JSONL against a config and print the paper-style tables",
@@ -125,8 +125,8 @@ def main(argv: list[str] | None = None) -> int:
                "prediction lines: {\"case_id\": \"...\", \"output\": \"<raw model output>\"}\n"
                "exit status: 0 scored; 2 unreadable/duplicate/unknown input (the reason is printed)\n",
     )
-    from generator.score_report import add_arguments as add_score_arguments
-    from generator.hub import add_push_arguments
+    from reports.score_report import add_arguments as add_score_arguments
+    from publishing.hub import add_push_arguments
     from predictors.cli import add_arguments as add_predict_arguments
     from predictors.runner import add_parser as add_run_model_parser
 
@@ -137,11 +137,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     if args.command == "score":
-        from generator.score_report import run as run_score
+        from reports.score_report import run as run_score
 
         return run_score(args)
     if args.command == "push":
-        from generator.hub import run_push
+        from publishing.hub import run_push
 
         return run_push(args)
     if args.command == "run-model":
@@ -154,8 +154,8 @@ def main(argv: list[str] | None = None) -> int:
         return run_predict(args)
 
     if args.command == "build":
-        from generator.export import ExportPathError, check_export_target, export_release
-        from generator.report import print_release_report
+        from publishing.export import ExportPathError, check_export_target, export_release
+        from reports.report import print_release_report
 
         if args.processes is not None and args.processes < 1:
             parser.error("--processes must be a positive integer")
@@ -164,8 +164,8 @@ def main(argv: list[str] | None = None) -> int:
         except ExportPathError as exc:
             parser.error(str(exc))
 
-        from generator.card import CardCheckError
-        from legacy.converter import LegacyRecordError
+        from publishing.card import CardCheckError
+        from generator.legacy.converter import LegacyRecordError
 
         datasets.disable_progress_bars()
         try:

@@ -271,7 +271,7 @@ def load_run(run_dir: Path, export_dir: Path) -> tuple[dict, dict[str, str]]:
 
     Returns:
         ``(manifest, {case_id: output})`` (outputs in file order; feed them to
-        :func:`generator.score_report.score_cases` or the metric).
+        :func:`reports.score_report.score_cases` or the metric).
 
     Raises:
         RunExportMismatch: the run was made on other rows (see :func:`check_run_matches_export`).

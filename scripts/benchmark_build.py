@@ -20,8 +20,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import datasets  # noqa: E402
 
 from exbind import ExBind  # noqa: E402
-from generator.export import export_release  # noqa: E402
-from generator.release import build_release  # noqa: E402
+from publishing.export import export_release  # noqa: E402
+from composition.release import build_release  # noqa: E402
 
 
 def main() -> None:

@@ -47,7 +47,7 @@ from exbind_scoring import load_reference, score_prediction  # noqa: E402
 
 def real_references(per_family: int = 6) -> list[str]:
     """Reference strings of ``per_family`` broad latents per family (every format) plus a few targeted."""
-    from generator.release import broad_plans, generate_latent, targeted_plans
+    from composition.release import broad_plans, generate_latent, targeted_plans
 
     refs: list[str] = []
     counts: dict[str, int] = {}

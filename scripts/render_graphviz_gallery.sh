@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerate the legacy bridge's source material: legacy/data/gallery/*.svg, boxes.json,
+# Regenerate the legacy bridge's source material: generator/legacy/data/gallery/*.svg, boxes.json,
 # LICENSE and PROVENANCE.md (issue 6; SPEC §8).
 #
 # Needs Debian's graphviz and graphviz-doc packages:
@@ -9,16 +9,16 @@
 # Each example graph of graphviz-doc (examples/graphs/{directed,undirected}/*.gv, and the
 # gzip-compressed *.gv.gz) is rendered ONCE with `dot -Tsvg`; a graph is kept when dot exits
 # 0, the SVG is under 200000 bytes and it has 3..80 node elements. Then the pixel box of
-# every node, edge and cluster element is measured (python -m legacy.gallery boxes) and the
+# every node, edge and cluster element is measured (python -m generator.legacy.gallery boxes) and the
 # cluster membership derived from the SVG geometry is checked against `dot -Tjson`.
-# The tasks and the cached BM25 outputs are a separate step: python -m legacy.tasks
+# The tasks and the cached BM25 outputs are a separate step: python -m generator.legacy.tasks
 #
 # Usage: bash scripts/render_graphviz_gallery.sh [EXAMPLES_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 EXAMPLES="${1:-/usr/share/doc/graphviz/examples/graphs}"
-OUT=legacy/data/gallery
+OUT=generator/legacy/data/gallery
 MAX_BYTES=200000
 MIN_NODES=3
 MAX_NODES=80
@@ -51,9 +51,9 @@ for src in "$EXAMPLES"/directed/*.gv "$EXAMPLES"/directed/*.gv.gz "$EXAMPLES"/un
     kept+=("| \`$name.svg\` | \`examples/graphs/$rel\` | $nodes | $bytes |")
 done
 
-python -m legacy.gallery boxes
+python -m generator.legacy.gallery boxes
 # Cluster membership is derived from the SVG geometry; check it against dot's own JSON.
-python -m legacy.gallery verify-clusters "$work"
+python -m generator.legacy.gallery verify-clusters "$work"
 
 # License notice: the EPL-1.0 text of Debian's graphviz copyright file.
 {
@@ -81,7 +81,7 @@ py_versions=$(python -c 'import cairosvg, PIL, sys; print(f"python {sys.version.
     echo "- renderer: \`$dot_version\`"
     echo "- Debian packages:"
     while read -r line; do [ -n "$line" ] && echo "  - \`$line\`"; done <<< "$pkg_versions"
-    echo "- boxes (\`python -m legacy.gallery boxes\`): $py_versions"
+    echo "- boxes (\`python -m generator.legacy.gallery boxes\`): $py_versions"
     echo "- source: \`$EXAMPLES\` (graphviz-doc), directed/*.gv, directed/*.gv.gz, undirected/*.gv"
     echo
     echo "Commands, per example graph \`SRC\` (\`.gv.gz\` files are first decompressed with \`gzip -dc\`):"
@@ -89,8 +89,8 @@ py_versions=$(python -c 'import cairosvg, PIL, sys; print(f"python {sys.version.
     echo '```bash'
     echo 'dot -Tsvg NAME.gv -o NAME.svg'
     echo "# kept when dot exits 0, the SVG is < $MAX_BYTES bytes and has $MIN_NODES..$MAX_NODES class=\"node\" elements"
-    echo 'python -m legacy.gallery boxes   # boxes.json: painted pixel box of every node/edge/cluster'
-    echo 'dot -Tjson NAME.gv -o NAME.json; python -m legacy.gallery verify-clusters DIR   # membership check'
+    echo 'python -m generator.legacy.gallery boxes   # boxes.json: painted pixel box of every node/edge/cluster'
+    echo 'dot -Tjson NAME.gv -o NAME.json; python -m generator.legacy.gallery verify-clusters DIR   # membership check'
     echo '```'
     echo
     echo "Kept (${#kept[@]}):"

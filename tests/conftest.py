@@ -23,7 +23,7 @@ import pytest  # noqa: E402
 def export_dir(tmp_path_factory) -> Path:
     """A full release export (all configs), built once per test session."""
     from exbind import ExBind, release
-    from generator.export import export_release
+    from publishing.export import export_release
 
     out = tmp_path_factory.mktemp("export") / "exbind"
     export_release(out, ExBind, release, show_progress=False)
@@ -36,7 +36,7 @@ def loaded(export_dir):
     import datasets
 
     cache = tempfile.mkdtemp(prefix="exbind-load-")
-    from generator.release import CONFIGS
+    from composition.release import CONFIGS
 
     return {c: datasets.load_dataset(str(export_dir), c, split="test", cache_dir=cache) for c in CONFIGS}
 

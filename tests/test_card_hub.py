@@ -18,10 +18,10 @@ import pytest
 import yaml
 from huggingface_hub import CommitOperationAdd, CommitOperationDelete, parse_eval_result_entries
 
-import generator.export as export_module
-import generator.hub as hub
+import publishing.export as export_module
+import publishing.hub as hub
 from exbind import ExBind, release
-from generator.card import (
+from publishing.card import (
     LONG_VALUE_COLUMNS,
     CardCheckError,
     card_problems,
@@ -31,8 +31,8 @@ from generator.card import (
     parquet_problems,
     regions,
 )
-from generator.export import MANIFEST_NAME, export_release, sha256_file
-from generator.release import CONFIGS
+from publishing.export import MANIFEST_NAME, export_release, sha256_file
+from composition.release import CONFIGS
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -260,7 +260,7 @@ def test_eval_yaml_check_names_the_problem(export_dir, tmp_path):
 
 
 def _score_args(*argv: str) -> argparse.Namespace:
-    from generator.score_report import add_arguments
+    from reports.score_report import add_arguments
 
     parser = argparse.ArgumentParser()
     add_arguments(parser)
@@ -268,7 +268,7 @@ def _score_args(*argv: str) -> argparse.Namespace:
 
 
 def test_score_cli_writes_the_eval_results_entry(export_dir, tmp_path, capsys):
-    from generator.score_report import load_config, run
+    from reports.score_report import load_config, run
 
     cache = str(tmp_path / "cache")
     case_ids, references = load_config(export_dir, "targeted_table", cache)
@@ -298,7 +298,7 @@ def test_score_cli_writes_the_eval_results_entry(export_dir, tmp_path, capsys):
 
 
 def test_score_cli_eval_results_needs_a_dataset_id(export_dir, tmp_path, capsys):
-    from generator.score_report import run
+    from reports.score_report import run
 
     preds = tmp_path / "preds.jsonl"
     preds.write_text("")

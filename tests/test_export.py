@@ -12,8 +12,8 @@ import pytest
 import yaml
 
 from exbind import ExBind, release
-from generator.export import MANIFEST_NAME, export_release, sha256_file, verify_manifest
-from generator.release import CONFIGS, build_release
+from publishing.export import MANIFEST_NAME, export_release, sha256_file, verify_manifest
+from composition.release import CONFIGS, build_release
 
 # Image-free configs hash the same on every machine (no rasterizer in the bytes).
 TARGETED_TABLE_RECORDS_SHA256 = "5ecd7f1d52059d1bd52a72dda1eccb7fcb2f9d34b3ea3f26c9c18e96546d283e"
@@ -132,7 +132,7 @@ def test_reload_after_a_changed_rebuild_returns_the_new_rows(tmp_path):
 
 
 def test_export_refuses_paths_that_are_not_previous_exports(tmp_path, monkeypatch):
-    from generator.export import ExportPathError, check_export_target
+    from publishing.export import ExportPathError, check_export_target
 
     own = tmp_path / "mydata"
     own.mkdir()

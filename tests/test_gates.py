@@ -11,7 +11,7 @@ import pytest
 from exbind_scoring import score_prediction
 from generator import gates
 from generator.baselines import lexical_only, random_expectation, structural_oracle, type_only
-from generator.release import broad_plans, generate_latent, targeted_plans
+from composition.release import broad_plans, generate_latent, targeted_plans
 
 
 def _plan(plans, family, condition=None, slot=0):

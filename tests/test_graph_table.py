@@ -208,7 +208,7 @@ def test_graph_mention_order_balanced_and_lexical_first_mention_fails_on_target_
     baseline returns the reversed pair (valid, identity and relation pass, role fails)."""
     from exbind_scoring import score_prediction
     from generator.baselines import lexical_only
-    from generator.release import broad_plans, generate_latent
+    from composition.release import broad_plans, generate_latent
 
     plans = [p for p in broad_plans() if p.family == "graph"]
     assert len(plans) == 50

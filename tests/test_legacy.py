@@ -22,7 +22,7 @@ from exbind_scoring import (
     score_prediction,
 )
 from generator.render import rasterize
-from legacy import bridge, converter, gallery, tasks
+from generator.legacy import bridge, converter, gallery, tasks
 
 TYPES = ("object", "endpoint", "edge", "group")
 
@@ -198,7 +198,7 @@ def test_every_gold_comes_from_the_svg_structure(shipped, lines):
         ref = load_reference(rec.reference_json())
         assert execute_target(ref) == [line["gold"]] == [rec.gold()]
         gold = line["gold"]["target_id"]
-        # Independent of legacy.gallery: read the gold element's <title> from the SVG text.
+        # Independent of generator.legacy.gallery: read the gold element's <title> from the SVG text.
         m = re.search(r'<g id="' + re.escape(gold) + r'" class="(\w+)">\s*<title>(.*?)</title>', svg)
         kind, title = m.group(1), unescape(m.group(2))
         spec = line["target"]

@@ -16,7 +16,7 @@ import pytest
 from exbind_aggregate import aggregate, cross_format_consistency, wilson_interval
 from exbind_scoring import FIRST_VIOLATION_LABELS, REFERENCE_SCHEMA, score_prediction
 from generator.records import GENERATOR_VERSION
-from generator.release import broad_plans, generate_latent
+from composition.release import broad_plans, generate_latent
 
 METRIC_PATH = str(Path(__file__).resolve().parent.parent / "exbind_metric.py")
 _DYNAMIC_PACKAGE = "evaluate_modules"
@@ -316,7 +316,7 @@ def test_cross_format_consistency_through_the_metric(load_metric, tree_dom_group
 
 def test_non_string_predictions_are_unresolved_in_any_position(tmp_path):
     import evaluate
-    from generator.release import broad_plans, generate_latent
+    from composition.release import broad_plans, generate_latent
 
     refs = generate_latent(next(p for p in broad_plans() if p.family == "table")).references * 3
     metric = evaluate.load(str(Path(__file__).resolve().parent.parent / "exbind_metric.py"),

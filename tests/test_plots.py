@@ -1,4 +1,4 @@
-"""Figures of :mod:`generator.plots` (issue 5): what each figure draws is read back from the
+"""Figures of :mod:`reports.plots` (issue 5): what each figure draws is read back from the
 Axes artists (bar heights, line data, image arrays, tick labels, titles, legend texts) and
 compared with the result values it was given.
 
@@ -20,7 +20,7 @@ from PIL import Image
 from exbind import main
 from exbind_aggregate import aggregate, paired_comparison
 from exbind_scoring import DECLARED_ORDERS, score_prediction
-from generator import plots
+from reports import plots
 from generator.baselines import structural_oracle
 
 

@@ -34,7 +34,7 @@ from exbind_scoring import (
     prediction_kind,
     score_prediction,
 )
-from generator.release import broad_plans, generate_latent
+from composition.release import broad_plans, generate_latent
 
 METRIC_PATH = str(Path(__file__).resolve().parent.parent / "exbind_metric.py")
 

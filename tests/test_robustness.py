@@ -38,7 +38,7 @@ from exbind_scoring import (
     load_reference,
     score_prediction,
 )
-from generator.release import broad_plans, generate_latent, targeted_plans
+from composition.release import broad_plans, generate_latent, targeted_plans
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 METRIC_PATH = str(REPO_ROOT / "exbind_metric.py")

@@ -1,7 +1,7 @@
 """Per-case scorer contract (SPEC §4, §11; paper §3 eq. 3, A.3, A.7, Table 15).
 
 Every test scores real references from generated cases (broad + targeted suites, built
-once per module with :func:`generator.release.generate_latent`) and checks exact score
+once per module with :func:`composition.release.generate_latent`) and checks exact score
 vectors, violation sets and first-violation labels.
 """
 
@@ -21,7 +21,7 @@ from exbind_scoring import (
     relation_holds,
     score_prediction,
 )
-from generator.release import broad_plans, generate_latent, targeted_plans
+from composition.release import broad_plans, generate_latent, targeted_plans
 
 # Labels that can never come first under the declared orders (SPEC §4; paper Table 15).
 NEVER_FIRST = {

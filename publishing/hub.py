@@ -32,8 +32,8 @@ export in one commit (``HfApi.create_repo(repo_type="dataset", exist_ok=True)`` 
 sorted by path, plus a :class:`~huggingface_hub.CommitOperationDelete` for every file under
 ``data/`` on the branch that the export no longer holds, so content-addressed Parquet
 files of an older release do not pile up). It refuses an export whose files do not match
-its manifest (:func:`generator.export.verify_manifest`) or whose offline checks fail
-(:func:`generator.card.check_export`). The token is the usual ``huggingface_hub`` login
+its manifest (:func:`publishing.export.verify_manifest`) or whose offline checks fail
+(:func:`publishing.card.check_export`). The token is the usual ``huggingface_hub`` login
 (:func:`huggingface_hub.get_token`: ``hf auth login`` or ``HF_TOKEN``).
 """
 
@@ -163,7 +163,7 @@ def eval_result_entry(report: dict, dataset_id: str, dataset_revision: Optional[
     """One ``.eval_results`` entry for a scored run.
 
     Args:
-        report: :func:`generator.score_report.build_report` output (uses ``config``,
+        report: :func:`reports.score_report.build_report` output (uses ``config``,
             ``n_rows``, ``missing`` and ``summary``).
         dataset_id: Hub id of the benchmark dataset repo (the one holding ``eval.yaml``),
             e.g. ``"user/exbind"``.
@@ -308,7 +308,7 @@ class PushPlan:
 
 
 def _export_configs(export_dir: Path) -> tuple[dict, list[str]]:
-    from generator.export import MANIFEST_NAME  # export imports this module
+    from publishing.export import MANIFEST_NAME  # export imports this module
 
     path = export_dir / MANIFEST_NAME
     if not path.is_file():
@@ -327,7 +327,7 @@ def plan_push(export_dir: Path, repo_id: str, private: bool = False, revision: O
         repo_id: ``"<user or org>/<name>"``.
         private: create the repo private (only when it does not exist yet).
         revision: branch to push to (created from ``main`` when missing); None = ``main``.
-        load_check: run the ``load_dataset`` part of :func:`generator.card.check_export`.
+        load_check: run the ``load_dataset`` part of :func:`publishing.card.check_export`.
 
     Returns:
         The :class:`PushPlan`.
@@ -336,8 +336,8 @@ def plan_push(export_dir: Path, repo_id: str, private: bool = False, revision: O
         PushError: a malformed ``repo_id``; no manifest; files that do not match the
             manifest (listed); or failing export checks (listed).
     """
-    from generator.card import check_export
-    from generator.export import verify_manifest
+    from publishing.card import check_export
+    from publishing.export import verify_manifest
 
     try:
         validate_repo_id(repo_id)

@@ -45,9 +45,9 @@ import datasets
 
 from exbind_aggregate import aggregate, group_variants, paired_comparison, wilson_interval
 from exbind_scoring import CANONICAL_DIMENSION, CANONICAL_DIMENSIONS, REFERENCE_SCHEMA, score_prediction
-from generator.hub import (EvalResultsError, add_eval_results_arguments, eval_results_argument_error,
+from publishing.hub import (EvalResultsError, add_eval_results_arguments, eval_results_argument_error,
                            write_eval_results_from_args)
-from generator.report import FORMAT_ORDER, format_table
+from reports.report import FORMAT_ORDER, format_table
 
 NO_PREDICTION = "no prediction"
 BOOTSTRAP_RESAMPLES = 10000
@@ -489,7 +489,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--plots", type=Path, metavar="DIR",
                         help="write PNG figures to DIR (needs matplotlib): first_violations, survival, "
                         "accuracy_by_gold_rank, and where they apply accuracy_by_condition, transitions, "
-                        "paired_comparison (generator.plots.save_all)")
+                        "paired_comparison (reports.plots.save_all)")
     add_eval_results_arguments(parser)
     parser.add_argument("--coordinate-frame", choices=("pixel", "unit", "thousand"),
                         help="frame of click predictions ({\"x\": .., \"y\": ..}); never guessed")
@@ -559,12 +559,12 @@ def write_plots(report: dict, export_dir: Path, out_dir: Path, cache_dir: Option
     """Write the figures of a :func:`build_report` result (``--plots DIR``).
 
     The gold ranks come from the config's ``reference`` column (:func:`load_config`); with a
-    comparison the paired figure is added. See :func:`generator.plots.save_all`.
+    comparison the paired figure is added. See :func:`reports.plots.save_all`.
 
     Returns:
         The written PNG paths.
     """
-    from generator.plots import save_all  # matplotlib is needed only for --plots
+    from reports.plots import save_all  # matplotlib is needed only for --plots
 
     _, references = load_config(export_dir, report["config"], cache_dir)
     return save_all(report["summary"], report["records"], references, out_dir, paired=report.get("paired"))

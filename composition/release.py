@@ -27,7 +27,7 @@ from generator.compilers.tree import compile_tree
 from generator.families import graph, hierarchy, relational, table
 from generator.records import GENERATOR_VERSION, ExBindRecord
 from generator.render import rasterize
-from legacy.bridge import bridge_records
+from generator.legacy.bridge import bridge_records
 
 BROAD_SEED = 20260823
 TARGETED_SEED = 20260824

@@ -8,11 +8,11 @@ real material nobody on this project wrote: the Graphviz example gallery (Debian
 ``graphviz-doc``, EPL-1.0) rendered by ``dot -Tsvg``, with 300 tasks derived from the SVG
 structure and cached outputs of one real BM25 run.
 
-Modules: :mod:`legacy.gallery` (SVG structure, painted pixel boxes, the shipped SVGs),
-:mod:`legacy.tasks` (task derivation, seeded selection, the cached BM25 run),
-:mod:`legacy.converter` (format validation, eligibility gate, ExBind records, scores),
-:mod:`legacy.bridge` (lead-facing API: :func:`legacy.bridge.bridge_records`,
-:func:`legacy.bridge.stage_profile`, :func:`legacy.bridge.format_stage_profile`).
+Modules: :mod:`generator.legacy.gallery` (SVG structure, painted pixel boxes, the shipped SVGs),
+:mod:`generator.legacy.tasks` (task derivation, seeded selection, the cached BM25 run),
+:mod:`generator.legacy.converter` (format validation, eligibility gate, ExBind records, scores),
+:mod:`generator.legacy.bridge` (lead-facing API: :func:`generator.legacy.bridge.bridge_records`,
+:func:`generator.legacy.bridge.stage_profile`, :func:`generator.legacy.bridge.format_stage_profile`).
 
 Legacy record format (JSONL, one object per line; blank lines are skipped)
 --------------------------------------------------------------------------
@@ -37,7 +37,7 @@ field                  type    meaning
                                prompt hash, decoding, ... (kept verbatim as JSON)
 =====================  ======  ===========================================================
 
-A malformed line raises :class:`legacy.converter.LegacyRecordError` naming the line and the
+A malformed line raises :class:`generator.legacy.converter.LegacyRecordError` naming the line and the
 field (``records.jsonl:7: field `gold`: target_id 'edge9' is not among candidate_ids``).
 A well-formed record that fails the eligibility gate (candidates present as SVG elements,
 unique gold under the latent executor, gold equal to the SVG-derived target) is left out

@@ -1,9 +1,9 @@
 """The Graphviz example gallery as legacy SVG material: structure, painted boxes, shipped files.
 
-The shipped SVGs (``legacy/data/gallery/<name>.svg``) are ``dot -Tsvg`` renderings of the
+The shipped SVGs (``generator/legacy/data/gallery/<name>.svg``) are ``dot -Tsvg`` renderings of the
 example graphs of Debian's ``graphviz-doc`` package (EPL-1.0; see ``LICENSE`` and
 ``PROVENANCE.md`` in that folder). ``scripts/render_graphviz_gallery.sh`` regenerates them
-and then calls ``python -m legacy.gallery boxes`` to recompute :data:`BOXES_FILE`; the
+and then calls ``python -m generator.legacy.gallery boxes`` to recompute :data:`BOXES_FILE`; the
 default build only reads the shipped files (no system package needed).
 
 What ``dot`` writes and this module reads (graphviz 2.4x SVG output):
@@ -433,10 +433,10 @@ def verify_clusters(json_dir: Path) -> list[str]:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    """``python -m legacy.gallery boxes``: rewrite :data:`BOXES_FILE` from the shipped SVGs;
-    ``python -m legacy.gallery verify-clusters DIR``: check the derived cluster membership
+    """``python -m generator.legacy.gallery boxes``: rewrite :data:`BOXES_FILE` from the shipped SVGs;
+    ``python -m generator.legacy.gallery verify-clusters DIR``: check the derived cluster membership
     against ``dot -Tjson`` files in DIR (exit status 1 when any graph differs)."""
-    parser = argparse.ArgumentParser(prog="python -m legacy.gallery", description=main.__doc__)
+    parser = argparse.ArgumentParser(prog="python -m generator.legacy.gallery", description=main.__doc__)
     parser.add_argument("command", choices=["boxes", "verify-clusters"])
     parser.add_argument("json_dir", nargs="?", type=Path)
     args = parser.parse_args(argv)

@@ -9,7 +9,7 @@ from pathlib import Path
 import datasets
 
 from generator.baselines import BASELINE_FUNCTIONS, random_expectation
-from generator.release import CONFIGS
+from composition.release import CONFIGS
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 METRIC_PATH = str(REPO_ROOT / "exbind_metric.py")

@@ -1,6 +1,6 @@
 """Legacy bridge tasks derived from the shipped Graphviz gallery SVGs, and the cached run.
 
-Every task comes from the SVG structure (:func:`legacy.gallery.parse_svg`), never by hand:
+Every task comes from the SVG structure (:func:`generator.legacy.gallery.parse_svg`), never by hand:
 
 - object: "the node named X" -> the node element X;
 - endpoint: "the source (target) node of the edge from A to B" -> node A (B), for every
@@ -24,7 +24,7 @@ balanced across task types where the material allows, round-robin over graphs so
 graphs contribute; each drawn task must pass the release's per-record gates
 (:func:`generator.gates.run_record_gates`, suite ``legacy``), and a failing one is replaced
 by the next draw (counted). The cached outputs come from one real run of the BM25 ranker
-(:func:`run_bm25`); ``python -m legacy.tasks`` rewrites ``legacy/data/bridge_records.jsonl``.
+(:func:`run_bm25`); ``python -m generator.legacy.tasks`` rewrites ``generator/legacy/data/bridge_records.jsonl``.
 """
 
 from __future__ import annotations
@@ -42,8 +42,8 @@ from pathlib import Path
 from typing import Optional
 
 from exbind_scoring import LEGACY_TASK_TYPES, tokenize
-from legacy.converter import Ineligible, LegacyInput, build_record
-from legacy.gallery import (
+from generator.legacy.converter import Ineligible, LegacyInput, build_record
+from generator.legacy.gallery import (
     DATA_DIR,
     GALLERY_DIR,
     SvgGraph,
@@ -208,7 +208,7 @@ def _source_path(svg_name: str) -> str:
 
 def to_input(obj: dict, line: int = 0) -> LegacyInput:
     """A legacy dict (possibly without outputs yet) as a :class:`LegacyInput`."""
-    from legacy.converter import parse_record
+    from generator.legacy.converter import parse_record
 
     return parse_record(obj, line, "<tasks>", DATA_DIR, require_output=False)
 
@@ -220,7 +220,7 @@ def select_tasks(tasks: Optional[dict[str, list[Task]]] = None, n: int = N_TASKS
     the odd one to source): graphs in ``Random(seed)``-shuffled order, each
     graph's tasks shuffled, then taken round-robin (one per graph per round). Each drawn task
     gets a template (``rng.choice``) and must pass the gates (no instruction token equal to a
-    candidate id; :func:`legacy.converter.build_record`'s eligibility gate;
+    candidate id; :func:`generator.legacy.converter.build_record`'s eligibility gate;
     :func:`generator.gates.run_record_gates` with suite ``legacy``); a failure is counted and
     the next draw replaces it.
 
@@ -314,7 +314,7 @@ def bm25_provenance(date: Optional[str] = None) -> dict:
     """Provenance of the BM25 run: predictor, parameters, package versions, source hashes, date."""
     from predictors import rankers
 
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     versions = {}
     for pkg in ("bm25s", "numpy", "scipy"):
         try:
@@ -361,8 +361,8 @@ def write_bridge_records(path: Path = BRIDGE_FILE, date: Optional[str] = None) -
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    """``python -m legacy.tasks``: rewrite legacy/data/bridge_records.jsonl (BM25 run included)."""
-    parser = argparse.ArgumentParser(prog="python -m legacy.tasks", description=main.__doc__)
+    """``python -m generator.legacy.tasks``: rewrite generator/legacy/data/bridge_records.jsonl (BM25 run included)."""
+    parser = argparse.ArgumentParser(prog="python -m generator.legacy.tasks", description=main.__doc__)
     parser.add_argument("--out", type=Path, default=BRIDGE_FILE)
     args = parser.parse_args(argv)
     report = write_bridge_records(args.out)

@@ -1,7 +1,7 @@
 """Lead-facing API of the legacy bridge: the ``legacy_bridge`` config's records and its stage profile.
 
 - :func:`bridge_records` reads a legacy JSONL (default: the shipped
-  ``legacy/data/bridge_records.jsonl``, 300 tasks over the Graphviz gallery with cached BM25
+  ``generator/legacy/data/bridge_records.jsonl``, 300 tasks over the Graphviz gallery with cached BM25
   outputs) and returns the ExBind records plus the eligibility gate counts for the manifest.
 - :func:`stage_profile` scores every record's cached output with the one scorer
   (:func:`exbind_scoring.score_prediction`) and splits the first violations into no-failure,
@@ -17,8 +17,8 @@ from typing import Optional, Union
 
 from exbind_scoring import LEGACY_TASK_TYPES, score_prediction
 from generator.records import ExBindRecord
-from legacy.converter import convert_file
-from legacy.tasks import BRIDGE_FILE
+from generator.legacy.converter import convert_file
+from generator.legacy.tasks import BRIDGE_FILE
 
 CONFIG = "legacy_bridge"
 
@@ -28,19 +28,19 @@ def bridge_records(path: Optional[Union[str, Path]] = None, render: bool = True)
 
     Args:
         path: a legacy JSONL file (format: :mod:`legacy`); default the shipped
-            ``legacy/data/bridge_records.jsonl``.
+            ``generator/legacy/data/bridge_records.jsonl``.
         render: rasterize each SVG into the row image (True for the release).
 
     Returns:
         ``(records, gate_counts)``: eligible records in file order, each a
-        :class:`legacy.converter.LegacyRecord` (an ``ExBindRecord``: suite ``legacy``,
+        :class:`generator.legacy.converter.LegacyRecord` (an ``ExBindRecord``: suite ``legacy``,
         format ``svg``, family ``legacy``, condition = task type) with ``cached_output`` =
         ``{"output", "predictor", "provenance"}`` (provenance as a JSON string);
         ``gate_counts`` = ``{"attempted", "eligible", "rejected": {reason: n},
         "rejected_records": [{"line", "id", "reason"}]}``.
 
     Raises:
-        legacy.converter.LegacyRecordError: a malformed line (names the line and field).
+        generator.legacy.converter.LegacyRecordError: a malformed line (names the line and field).
     """
     pairs, counts = convert_file(Path(path) if path is not None else BRIDGE_FILE, render=render)
     return [record for record, _score in pairs], counts

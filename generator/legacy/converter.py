@@ -1,6 +1,6 @@
 """Legacy SVG binding records (JSONL) -> ExBind records plus their scored cached predictions.
 
-The record format is documented in :mod:`legacy` (package docstring) and ``legacy/README.md``.
+The record format is documented in :mod:`legacy` (package docstring) and ``generator/legacy/README.md``.
 Two kinds of problems are told apart, and neither is ever silently dropped:
 
 - malformed lines (not JSON, a missing or mistyped field, an unknown task type, a gold id
@@ -12,7 +12,7 @@ Two kinds of problems are told apart, and neither is ever silently dropped:
   target) are left out of the config and counted by reason in the gate counts
   (:func:`convert_file`), each with its line number and id in ``rejected_records``.
 
-Latent meanings come from the SVG structure only (:func:`legacy.gallery.parse_svg`): a node
+Latent meanings come from the SVG structure only (:func:`generator.legacy.gallery.parse_svg`): a node
 element means the node ``"node:<title>"`` (attributes ``name`` = title, ``label`` = its
 visible text; ``group`` = innermost cluster containing it); an edge element means
 ``"edge:<A>-><B>"`` (``"edge:<A>--<B>"`` undirected; ``#2``, ``#3`` ... appended to repeats
@@ -43,7 +43,7 @@ from exbind_scoring import (
 from generator.records import ExBindRecord
 from generator.render import rasterize
 from generator.schema import Candidate, Meaning, SurfaceCase, Target
-from legacy.gallery import SvgGraph, SvgStructureError, boxes_for, parse_svg_cached
+from generator.legacy.gallery import SvgGraph, SvgStructureError, boxes_for, parse_svg_cached
 
 CANDIDATE_TYPE = "svg_element"
 SOURCE_TYPE = "svg"
@@ -98,7 +98,7 @@ class LegacyInput:
     """One validated legacy record (the JSONL fields, with ``svg`` resolved to its text).
 
     ``cached_output`` and ``output_provenance`` are None only for records being prepared
-    before a predictor has run (:mod:`legacy.tasks`); records read from a file always
+    before a predictor has run (:mod:`generator.legacy.tasks`); records read from a file always
     carry both.
     """
 

@@ -25,7 +25,7 @@ Two jobs:
      :class:`datasets.info.DatasetInfosDict`); the configs are exactly the expected names,
      none is named ``default``, exactly one (``broad``) has ``default: true``; every config
      names existing ``data_files`` and has a ``dataset_info`` entry with features;
-   - ``eval.yaml`` (:func:`generator.hub.eval_yaml_problems`);
+   - ``eval.yaml`` (:func:`publishing.hub.eval_yaml_problems`);
    - Parquet (viewer-ready, :func:`parquet_problems`): row groups of
      :data:`VIEWER_ROW_GROUP_SIZE` rows (the last one smaller), the ``huggingface`` schema
      metadata present and declaring the card's features, an offset index on every column
@@ -486,7 +486,7 @@ def check_export(export_dir: Path, configs: Iterable[str], load: bool = True) ->
 
     Args:
         export_dir: folder with ``README.md``, ``eval.yaml`` and ``data/<config>/*.parquet``.
-        configs: the config names it must hold (export: ``generator.release.CONFIGS``;
+        configs: the config names it must hold (export: ``composition.release.CONFIGS``;
             push: the manifest's ``configs``).
         load: also run :func:`load_problems` (``load_dataset`` per config); it runs only
             when every static check passed, so a broken card reports its own cause.
@@ -494,7 +494,7 @@ def check_export(export_dir: Path, configs: Iterable[str], load: bool = True) ->
     Returns:
         Problems, one line each; empty when the export is valid.
     """
-    from generator.hub import eval_yaml_problems  # hub imports this module
+    from publishing.hub import eval_yaml_problems  # hub imports this module
 
     export_dir = Path(export_dir)
     configs = list(configs)

@@ -3,7 +3,7 @@
 Layout of the export folder::
 
     README.md                       card (dataset_card.md, generated regions filled) + YAML configs / dataset_info
-    eval.yaml                       Hub benchmark registration (generator.hub), one task per config
+    eval.yaml                       Hub benchmark registration (publishing.hub), one task per config
     exbind_manifest.json            versions, seeds, counts, gate tables, SHA-256 of files
     data/<config>/test-00000-of-00001-<sha256[:16]>.parquet   row groups of 100 rows, page index
 
@@ -16,8 +16,8 @@ Guarantees:
   so ``load_dataset`` on a rebuilt export with new content never serves cached old rows;
 - every config is materialized by the ``datasets`` builder in a fresh cache directory;
 - checked before the swap: the offline card / eval.yaml / Parquet / ``load_dataset`` check
-  (:func:`generator.card.check_export`) runs on the finished temporary folder, and a
-  failure raises :class:`generator.card.CardCheckError` and leaves the previous export.
+  (:func:`publishing.card.check_export`) runs on the finished temporary folder, and a
+  failure raises :class:`publishing.card.CardCheckError` and leaves the previous export.
 """
 
 from __future__ import annotations
@@ -38,10 +38,10 @@ from datasets.utils.metadata import MetadataConfigs
 from huggingface_hub import DatasetCard
 from tqdm.auto import tqdm
 
-from generator.card import VIEWER_ROW_GROUP_SIZE, CardCheckError, check_export, fill_regions, generated_regions
-from generator.hub import write_eval_yaml
+from publishing.card import VIEWER_ROW_GROUP_SIZE, CardCheckError, check_export, fill_regions, generated_regions
+from publishing.hub import write_eval_yaml
 from generator.records import GENERATOR_VERSION
-from generator.release import CONFIGS, PERMUTATION_SEEDS, Release
+from composition.release import CONFIGS, PERMUTATION_SEEDS, Release
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CARD_TEMPLATE = REPO_ROOT / "dataset_card.md"
@@ -134,7 +134,7 @@ def export_release(out_dir: Path, builder_cls, get_release: Callable[[], Release
     Args:
         out_dir: export folder; its previous content survives any failure.
         builder_cls: the ``datasets`` builder class (``exbind.ExBind``).
-        get_release: returns the generated :class:`~generator.release.Release` (gates run
+        get_release: returns the generated :class:`~composition.release.Release` (gates run
             inside; a failing suite-level check raises before anything is written).
         show_progress: tqdm progress bars.
 
@@ -146,7 +146,7 @@ def export_release(out_dir: Path, builder_cls, get_release: Callable[[], Release
             new path (checked before any work).
         RuntimeError: from the generator when a gate or suite check fails.
         CardCheckError: when the finished export fails the offline card check
-            (:func:`generator.card.check_export`); nothing is swapped in.
+            (:func:`publishing.card.check_export`); nothing is swapped in.
     """
     out_dir = check_export_target(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
