@@ -185,5 +185,10 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-if __name__ == "__main__":
+def console_main() -> None:
+    """The ``exbind`` console command (installed by ``pip install .``): ``exbind build`` etc."""
     sys.exit(main())
+
+
+if __name__ == "__main__":
+    console_main()

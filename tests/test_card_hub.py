@@ -64,7 +64,7 @@ def test_card_check_passes_on_the_export(export_dir):
 
 def test_card_template_tables_match_the_export(export_dir):
     """dataset_card.md keeps the generated tables the export writes (rows per config, gates)."""
-    template = regions((REPO_ROOT / "dataset_card.md").read_text())
+    template = regions((REPO_ROOT / "publishing" / "dataset_card.md").read_text())
     exported = regions((export_dir / "README.md").read_text())
     assert sorted(exported) == ["configs", "gates"]
     assert template == exported, "dataset_card.md is stale: copy the generated regions from a fresh export's README.md"
@@ -147,7 +147,7 @@ def test_a_failing_card_check_fails_the_export_and_keeps_the_previous_one(export
     out = _copy(export_dir, tmp_path)
     before = {p.relative_to(out).as_posix(): sha256_file(p) for p in out.rglob("*") if p.is_file()}
     broken = tmp_path / "dataset_card.md"
-    broken.write_text((REPO_ROOT / "dataset_card.md").read_text().replace("license: cc-by-4.0", "license: cc-by-5.0"))
+    broken.write_text((REPO_ROOT / "publishing" / "dataset_card.md").read_text().replace("license: cc-by-4.0", "license: cc-by-5.0"))
     monkeypatch.setattr(export_module, "CARD_TEMPLATE", broken)
     with pytest.raises(CardCheckError, match=r"license: 'cc-by-5.0' is not a Hub license id") as err:
         export_release(out, ExBind, release, show_progress=False)
