@@ -112,6 +112,8 @@ def main(argv: list[str] | None = None) -> int:
     build.add_argument("--out", default="exbind", help="export folder (default ./exbind); replaced atomically")
     build.add_argument("--processes", type=int, default=None, help="generation processes (output is identical)")
     build.add_argument("--quiet", action="store_true", help="print only the export path")
+    build.add_argument("--no-report", action="store_true",
+                       help="skip the printed report (gate baselines, predictors table; about 40 s)")
     build.add_argument("--legacy", metavar="JSONL", default=None,
                        help="build legacy_bridge from your own legacy records (format: generator/legacy/README.md) "
                             "instead of the shipped Graphviz-gallery records")
@@ -129,11 +131,13 @@ def main(argv: list[str] | None = None) -> int:
     from publishing.hub import add_push_arguments
     from predictors.cli import add_arguments as add_predict_arguments
     from predictors.runner import add_parser as add_run_model_parser
+    from reports.show import add_parser as add_show_parser
 
     add_score_arguments(score)
     add_predict_arguments(sub)
     add_run_model_parser(sub)
     add_push_arguments(sub)
+    add_show_parser(sub)
     args = parser.parse_args(argv)
 
     if args.command == "score":
@@ -148,6 +152,10 @@ def main(argv: list[str] | None = None) -> int:
         from predictors.runner import run as run_model
 
         return run_model(args)
+    if args.command == "show":
+        from reports.show import run as run_show
+
+        return run_show(args)
     if args.command == "predict":
         from predictors.cli import run as run_predict
 
@@ -158,11 +166,11 @@ def main(argv: list[str] | None = None) -> int:
         from reports.report import print_release_report
 
         if args.processes is not None and args.processes < 1:
-            parser.error("--processes must be a positive integer")
+            build.error("--processes must be a positive integer")
         try:
             check_export_target(Path(args.out))
         except ExportPathError as exc:
-            parser.error(str(exc))
+            build.error(str(exc))
 
         from publishing.card import CardCheckError
         from generator.legacy.converter import LegacyRecordError
@@ -179,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
         except LegacyRecordError as exc:
             print(f"build refused: {exc}; the previous export is untouched", file=sys.stderr)
             return 2
-        if not args.quiet:
+        if not (args.quiet or args.no_report):
             print_release_report(Path(args.out), manifest)
         print(f"export: {Path(args.out).resolve()}")
     return 0

@@ -254,6 +254,7 @@ def build_release(processes: Optional[int] = None, progress=None, broad_seed: in
         recs = records(gen)
         gate_tables[suite] = gates.gate_table(references(gen), [r.case.instruction for r in recs], attempts)
         gate_tables[suite]["accepted_records"] = len(recs)
+        gate_tables[suite]["visible_oracle"] = gates.visible_oracle_check(recs)["accuracy"]
 
     broad_hashes = {g.latent_hash for g in broad}
     targeted_hashes = {g.latent_hash for g in targeted}
@@ -265,6 +266,7 @@ def build_release(processes: Optional[int] = None, progress=None, broad_seed: in
             "targeted_hierarchy": gates.gold_rank_variation(
                 references([g for g in targeted if g.plan.family == "hierarchy"])),
         },
+        "visible_oracle": {name: gates.visible_oracle_check(recs) for name, recs in configs.items()},
         "balance_targeted_table": gates.balance_check([
             {"condition": g.plan.condition, "template": g.template, "column": g.records[0].case.target.column}
             for g in targeted if g.plan.family == "table"
@@ -275,7 +277,9 @@ def build_release(processes: Optional[int] = None, progress=None, broad_seed: in
                                           checks["gold_rank_variation"]["targeted_table"]),
                                          ("gold_rank_variation/targeted_hierarchy",
                                           checks["gold_rank_variation"]["targeted_hierarchy"]),
-                                         ("balance_targeted_table", checks["balance_targeted_table"]))
+                                         ("balance_targeted_table", checks["balance_targeted_table"]),
+                                         *((f"visible_oracle/{name}", check)
+                                           for name, check in checks["visible_oracle"].items()))
                 if not check["passed"]]
     if failures:
         raise RuntimeError(f"suite-level checks failed: {failures}: {json.dumps(checks, indent=1)}")

@@ -206,6 +206,7 @@ def gates_region(gate_tables: dict, suite_checks: dict) -> str:
     rows = [
         ("Unique gold target", lambda s: f"{g[s]['unique_gold']['passed']}/{g[s]['unique_gold']['n']}"),
         ("Structural oracle (exact)", lambda s: _rate(g[s]["structural_oracle"])),
+        ("Visible oracle, prompt and image only (exact)", lambda s: _rate(g[s]["visible_oracle"])),
         ("Target-id leakage", lambda s: _rate(g[s]["target_id_leakage"])),
         ("Lexical-only baseline (exact)", lambda s: _rate(g[s]["lexical_only"])),
         ("Type-only baseline (exact)", lambda s: _rate(g[s]["type_only"])),
@@ -224,6 +225,9 @@ def gates_region(gate_tables: dict, suite_checks: dict) -> str:
     balance = suite_checks["balance_targeted_table"]
     lines.append(f"- Target column and template balance within each targeted table condition: "
                  f"{'passed' if balance['passed'] else 'FAILED'}.")
+    lines.append("- Visible oracle (answers from the prompt text and the PNG only) on every config as released: "
+                 + ", ".join(f"`{name}` {v['exact']}/{v['n']}" for name, v in suite_checks["visible_oracle"].items())
+                 + ".")
     for config, r in sorted(suite_checks["gold_rank_variation"].items()):
         lines.append(f"- Gold-rank variation on `{config}`: {'passed' if r['passed'] else 'FAILED'} "
                      f"({r['distinct_ranks']} distinct gold ranks, largest rank share {r['max_rank_share']:.3f}, "

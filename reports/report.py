@@ -57,6 +57,7 @@ def gate_table(manifest: dict) -> str:
         rows = [
             ["Unique gold target", f"{g['unique_gold']['passed']}/{g['unique_gold']['n']}"],
             ["Structural oracle", _fmt_rate(g["structural_oracle"])],
+            ["Visible oracle (prompt + image only)", _fmt_rate(g["visible_oracle"])],
             ["Target-ID leakage", _fmt_rate(g["target_id_leakage"])],
             ["Lexical-only baseline", _fmt_rate(g["lexical_only"])],
             ["Type-only baseline", _fmt_rate(g["type_only"])],
@@ -75,6 +76,8 @@ def gate_table(manifest: dict) -> str:
         f"{'passed' if checks['disjoint_broad_targeted']['passed'] else 'FAILED'}; "
         f"targeted_table balance {'passed' if checks['balance_targeted_table']['passed'] else 'FAILED'}"
     )
+    out.append("Visible oracle per config (rows as released, controls included): " + "; ".join(
+        f"{name} {v['exact']}/{v['n']}" for name, v in checks["visible_oracle"].items()))
     return "\n\n".join(out)
 
 

@@ -1,0 +1,159 @@
+"""``exbind show CASE_ID``: look at one case the way a model sees it, and at how one
+prediction on it is scored.
+
+Prints the instruction, the model-visible candidate rows, gold and, given a prediction,
+its status, stage scores, violation set and first violation (the scorer is
+:func:`exbind_scoring.score_prediction`, the one the metric uses). For rendered cases
+(svg, canvas, legacy) it writes a PNG with every candidate box outlined and labelled with
+its id, gold in green and the predicted candidate (when wrong) in red.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+from pathlib import Path
+from typing import Optional
+
+from exbind_scoring import score_prediction
+
+GOLD_COLOUR = (0, 160, 0)
+PREDICTED_COLOUR = (220, 0, 0)
+OTHER_COLOUR = (40, 90, 220)
+# Configs searched when --config is not given (the case id then names a released case).
+SEARCH_ORDER = ("broad", "targeted_table", "targeted_hierarchy", "legacy_bridge",
+                "targeted_table_permuted", "targeted_table_column_metadata", "paired")
+
+
+class CaseNotFound(LookupError):
+    """The case id is in none of the searched configs of the export."""
+
+
+def find_case(export: str | os.PathLike, case_id: str, config: Optional[str] = None) -> tuple[str, dict]:
+    """The row of ``case_id`` (image included) and the config it was found in.
+
+    Args:
+        export: an export folder written by ``exbind build``.
+        case_id: a released case id, e.g. ``broad_table_0003__table``.
+        config: the config to look in; ``None`` searches :data:`SEARCH_ORDER`.
+
+    Raises:
+        CaseNotFound: no searched config holds that case id.
+    """
+    import datasets
+
+    configs = (config,) if config else SEARCH_ORDER
+    for name in configs:
+        ds = datasets.load_dataset(str(export), name, split="test")
+        ids = ds["case_id"]
+        if case_id in ids:
+            return name, ds[ids.index(case_id)]
+    where = f"config {config!r}" if config else "any config"
+    raise CaseNotFound(f"case id {case_id!r} is not in {where} of {export}; "
+                       f"list ids with: python -c \"import datasets; print(datasets.load_dataset('{export}', "
+                       f"'broad', split='test')['case_id'][:5])\"")
+
+
+def describe(row: dict, prediction: Optional[str] = None) -> tuple[str, Optional[dict]]:
+    """The text ``exbind show`` prints for one row, and the scored record (or ``None``).
+
+    Args:
+        row: a dataset row (``instruction``, ``candidates``, ``gold``, ``reference``, ...).
+        prediction: a raw model output to score against the row, or ``None``.
+    """
+    lines = [
+        f"case: {row['case_id']}  format: {row['format']}  family: {row['family']}  "
+        f"condition: {row.get('condition')}",
+        f"instruction: {row['instruction']}",
+        "candidates (as the model sees them):",
+    ]
+    for cand in row["candidates"]:
+        lines.append("  " + json.dumps({k: v for k, v in cand.items() if v is not None}, ensure_ascii=False))
+    lines.append(f"gold: {row['gold']}  (gold rank {row['gold_rank']} of {len(row['candidates'])})")
+    record = None
+    if prediction is not None:
+        record = score_prediction(prediction, row["reference"])
+        lines += [
+            f"prediction: {prediction!r}",
+            f"status: {record['status']}  parse path: {record['parse_path']}"
+            + (f"  reason: {record['reason']}" if record.get("reason") else ""),
+            f"predicted: {record['predicted']}",
+            "scores: " + ", ".join(f"{k}={v}" for k, v in record["scores"].items()),
+            f"violations: {record['violations']}",
+            f"first violation: {record['first_violation']}  "
+            f"(possible under any admissible order: {record['possible_first_violations']})",
+        ]
+    return "\n".join(lines), record
+
+
+def draw_boxes(row: dict, record: Optional[dict], out: str | os.PathLike) -> Optional[Path]:
+    """Write the row's PNG with every candidate box outlined and its id written above it.
+
+    Gold boxes are green, a wrong predicted candidate red, the others blue. Returns the
+    written path, or ``None`` for rows without an image.
+    """
+    from PIL import Image, ImageDraw
+
+    image = row.get("image")
+    if image is None:
+        return None
+    if isinstance(image, dict):
+        image = Image.open(io.BytesIO(image["bytes"]))
+    canvas = image.convert("RGB")
+    draw = ImageDraw.Draw(canvas)
+    gold = set(json.loads(row["gold"]).values())
+    predicted = set(record["predicted"].values()) if record and record.get("predicted") else set()
+    for cand in row["candidates"]:
+        if cand.get("bbox") is None:
+            continue
+        x, y, w, h = cand["bbox"]
+        cid = cand["candidate_id"]
+        colour = GOLD_COLOUR if cid in gold else PREDICTED_COLOUR if cid in predicted else OTHER_COLOUR
+        draw.rectangle([x, y, x + w, y + h], outline=colour, width=3 if cid in gold else 1)
+        draw.text((x + 1, max(0, y - 11)), cid, fill=colour)
+    dest = Path(out)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    canvas.save(dest, format="PNG")
+    return dest
+
+
+def add_parser(sub) -> argparse.ArgumentParser:
+    """Register ``show`` on the top-level subparsers."""
+    show = sub.add_parser(
+        "show", help="print one case (instruction, candidates, gold) and how a prediction on it is scored",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="example:\n  exbind show broad_table_0003__table --prediction '{\"cell_id\": \"cell_r01_c02\"}'\n",
+    )
+    show.add_argument("case_id")
+    show.add_argument("--config", default=None, help="config to look in (default: search every config)")
+    show.add_argument("--export", default="exbind", help="export folder (default ./exbind)")
+    show.add_argument("--prediction", default=None, help="a raw model output to score against the case")
+    show.add_argument("--png", default=None,
+                      help="where to write the annotated PNG of a rendered case (default ./<case_id>.png)")
+    return show
+
+
+def run(args) -> int:
+    """Run ``exbind show``; exit status 0, or 2 when the export or case is missing."""
+    import datasets
+
+    if not (Path(args.export) / "exbind_manifest.json").is_file():
+        print(f"show: {args.export!r} is not an ExBind export; build one with: exbind build --out {args.export}")
+        return 2
+    datasets.disable_progress_bars()
+    try:
+        config, row = find_case(args.export, args.case_id, args.config)
+    except CaseNotFound as exc:
+        print(f"show: {exc}")
+        return 2
+    except ValueError as exc:  # unknown config name
+        print(f"show: {exc}")
+        return 2
+    text, record = describe(row, args.prediction)
+    print(f"config: {config}\n{text}")
+    png = draw_boxes(row, record, args.png or f"{args.case_id}.png")
+    if png is not None:
+        print(f"wrote {png} (candidate boxes; gold green, wrong prediction red)")
+    return 0
