@@ -25,7 +25,7 @@ Two jobs:
      :class:`datasets.info.DatasetInfosDict`); the configs are exactly the expected names,
      none is named ``default``, exactly one (``broad``) has ``default: true``; every config
      names existing ``data_files`` and has a ``dataset_info`` entry with features;
-   - ``eval.yaml`` (:func:`publishing.hub.eval_yaml_problems`);
+   - ``eval.yaml`` (:func:`publishing.eval_files.eval_yaml_problems`);
    - Parquet (viewer-ready, :func:`parquet_problems`): row groups of
      :data:`VIEWER_ROW_GROUP_SIZE` rows (the last one smaller), the ``huggingface`` schema
      metadata present and declaring the card's features, an offset index on every column
@@ -55,6 +55,7 @@ from datasets.utils.metadata import MetadataConfigs
 from huggingface_hub import DatasetCard, DatasetCardData
 
 from exbind_scoring import OUTPUT_KEYS
+from publishing.eval_files import eval_yaml_problems
 
 # --------------------------------------------------------------------------- Hub vocabularies
 
@@ -498,7 +499,6 @@ def check_export(export_dir: Path, configs: Iterable[str], load: bool = True) ->
     Returns:
         Problems, one line each; empty when the export is valid.
     """
-    from publishing.hub import eval_yaml_problems  # hub imports this module
 
     export_dir = Path(export_dir)
     configs = list(configs)

@@ -3,7 +3,7 @@
 Layout of the export folder::
 
     README.md                       card (dataset_card.md, generated regions filled) + YAML configs / dataset_info
-    eval.yaml                       Hub benchmark registration (publishing.hub), one task per config
+    eval.yaml                       Hub benchmark registration (publishing.eval_files), one task per config
     exbind_manifest.json            versions, seeds, counts, gate tables, SHA-256 of files
     data/<config>/test-00000-of-00001-<sha256[:16]>.parquet   row groups of 100 rows, page index
 
@@ -39,7 +39,7 @@ from huggingface_hub import DatasetCard
 from tqdm.auto import tqdm
 
 from publishing.card import VIEWER_ROW_GROUP_SIZE, CardCheckError, check_export, fill_regions, generated_regions
-from publishing.hub import write_eval_yaml
+from publishing.eval_files import write_eval_yaml
 from generator.records import GENERATOR_VERSION
 from composition.release import CONFIGS, PERMUTATION_SEEDS, Release
 

@@ -45,7 +45,7 @@ import datasets
 
 from exbind_aggregate import aggregate, group_variants, paired_comparison, wilson_interval
 from exbind_scoring import CANONICAL_DIMENSION, CANONICAL_DIMENSIONS, REFERENCE_SCHEMA, score_prediction
-from publishing.hub import (EvalResultsError, add_eval_results_arguments, eval_results_argument_error,
+from publishing.eval_files import (EvalResultsError, add_eval_results_arguments, eval_results_argument_error,
                            write_eval_results_from_args)
 from reports.report import FORMAT_ORDER, format_table
 

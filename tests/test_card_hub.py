@@ -19,6 +19,7 @@ import yaml
 from huggingface_hub import CommitOperationAdd, CommitOperationDelete, parse_eval_result_entries
 
 import publishing.export as export_module
+import publishing.eval_files as eval_files
 import publishing.hub as hub
 from exbind import ExBind, release
 from publishing.card import (
@@ -237,7 +238,7 @@ def test_eval_yaml_registers_one_task_per_config(export_dir):
     assert text.startswith("name: ExBind\ndescription: 'ExBind is a controlled")
     assert text.endswith(
         "- id: targeted_table_column_metadata\n  config: targeted_table_column_metadata\n  split: test\n")
-    assert hub.eval_tasks(["broad", "legacy_bridge"]) == [{"id": "broad", "config": "broad", "split": "test"}]
+    assert eval_files.eval_tasks(["broad", "legacy_bridge"]) == [{"id": "broad", "config": "broad", "split": "test"}]
 
 
 def test_eval_yaml_check_names_the_problem(export_dir, tmp_path):
@@ -246,14 +247,14 @@ def test_eval_yaml_check_names_the_problem(export_dir, tmp_path):
     data["tasks"][1]["config"] = "pairs"
     del data["evaluation_framework"]
     (out / "eval.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
-    assert hub.eval_yaml_problems(out, CONFIGS) == [
+    assert eval_files.eval_yaml_problems(out, CONFIGS) == [
         "eval.yaml: `evaluation_framework` missing or empty",
         ("eval.yaml: task 'paired' names config 'pairs', not in ['broad', 'paired', 'targeted_table', "
          "'targeted_hierarchy', 'targeted_table_permuted', 'targeted_table_column_metadata', 'legacy_bridge']"),
         "eval.yaml: config 'paired' has no task",
     ]
     (out / "eval.yaml").unlink()
-    assert hub.eval_yaml_problems(out, CONFIGS) == ["eval.yaml: missing at the export root"]
+    assert eval_files.eval_yaml_problems(out, CONFIGS) == ["eval.yaml: missing at the export root"]
 
 
 # --------------------------------------------------------------------------- .eval_results
@@ -294,7 +295,7 @@ def test_score_cli_writes_the_eval_results_entry(export_dir, tmp_path, capsys):
     assert (entry.dataset_id, entry.task_id, entry.value, entry.dataset_revision) == (
         "user/exbind", "targeted_table", 0.525, None)
     folder = model_repo / ".eval_results"
-    assert hub.eval_results_path(folder, "broad") == folder / "exbind_broad.yaml"
+    assert eval_files.eval_results_path(folder, "broad") == folder / "exbind_broad.yaml"
 
 
 def test_score_cli_eval_results_needs_a_dataset_id(export_dir, tmp_path, capsys):

@@ -19,7 +19,7 @@ def _same_row_other_column(row: dict) -> str:
 
 
 def test_show_scores_a_wrong_column_as_the_paper_worked_example(export_dir):
-    config, row = find_case(export_dir, "targeted_table_0000__table")
+    config, row = find_case(export_dir, "targeted_table_compact_0000__table")
     assert config == "targeted_table"
     wrong = _same_row_other_column(row)
     text, record = describe(row, json.dumps({"cell_id": wrong}))
