@@ -136,6 +136,14 @@ def main(argv: list[str] | None = None) -> int:
     add_push_arguments(sub)
     args = parser.parse_args(argv)
 
+    if args.command in ("score", "predict", "run-model"):
+        from generator.export import ExportIntegrityError, verify_export
+
+        try:  # never read an export whose files differ from its manifest (issue 11 item 5)
+            verify_export(args.export, [c for c in (args.config, getattr(args, "compare_config", None)) if c])
+        except ExportIntegrityError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
     if args.command == "score":
         from generator.score_report import run as run_score
 
@@ -154,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
         return run_predict(args)
 
     if args.command == "build":
-        from generator.export import ExportPathError, check_export_target, export_release
+        from generator.export import BuildInterrupted, ExportPathError, check_export_target, export_release
         from generator.report import print_release_report
 
         if args.processes is not None and args.processes < 1:
@@ -162,7 +170,8 @@ def main(argv: list[str] | None = None) -> int:
         try:
             check_export_target(Path(args.out))
         except ExportPathError as exc:
-            parser.error(str(exc))
+            print(f"build refused: {exc}", file=sys.stderr)
+            return 2
 
         from generator.card import CardCheckError
         from legacy.converter import LegacyRecordError
@@ -179,6 +188,12 @@ def main(argv: list[str] | None = None) -> int:
         except LegacyRecordError as exc:
             print(f"build refused: {exc}; the previous export is untouched", file=sys.stderr)
             return 2
+        except ExportPathError as exc:  # unwritable --out, or another build holds the lock
+            print(f"build refused: {exc}", file=sys.stderr)
+            return 2
+        except BuildInterrupted as exc:
+            print(exc.message(), file=sys.stderr)
+            return 130
         if not args.quiet:
             print_release_report(Path(args.out), manifest)
         print(f"export: {Path(args.out).resolve()}")

@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import random
+import signal
 from collections import Counter
 from dataclasses import dataclass
 from multiprocessing import get_context
@@ -154,6 +155,11 @@ def generate_latent(plan: LatentPlan) -> GeneratedLatent:
     raise RuntimeError(f"{plan.latent_id}: no accepted record in {MAX_ATTEMPTS} attempts; rejections {dict(rejected)}")
 
 
+def _ignore_sigint() -> None:
+    """Pool initializer: Ctrl-C reaches the parent only, which stops the pool (no worker tracebacks)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def generate_all(plans: list[LatentPlan], processes: Optional[int] = None, progress=None) -> list[GeneratedLatent]:
     """Generate every plan; results are in plan order whatever ``processes`` is."""
     processes = processes or min(os.cpu_count() or 1, 4)
@@ -164,7 +170,7 @@ def generate_all(plans: list[LatentPlan], processes: Optional[int] = None, progr
             if progress:
                 progress.update(1)
         return results
-    with get_context("fork").Pool(processes) as pool:
+    with get_context("fork").Pool(processes, initializer=_ignore_sigint) as pool:
         results = []
         for result in pool.imap(generate_latent, plans, chunksize=8):
             results.append(result)
