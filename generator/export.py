@@ -43,7 +43,7 @@ from tqdm.auto import tqdm
 from generator.card import VIEWER_ROW_GROUP_SIZE, CardCheckError, check_export, fill_regions, generated_regions
 from generator.hub import write_eval_yaml
 from generator.records import GENERATOR_VERSION
-from generator.release import CONFIGS, PERMUTATION_SEEDS, Release
+from generator.release import CONFIGS, Release
 from generator.swap import (MANIFEST_NAME, ExportBusyError, ExportPathError, check_export_target, cache_dir,
                             clean_stale, export_lock, install, make_staging_dir, resolve_out)
 
@@ -89,9 +89,38 @@ def _counts(ds: datasets.Dataset) -> dict:
     return out
 
 
-def _write_card(out: Path, infos: dict, data_files: dict, regions: dict) -> None:
-    """README.md: the template with its generated regions filled, plus YAML configs / dataset_info."""
+_SIZE_CATEGORIES = ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"),
+                    (10_000_000, "1M<n<10M"))
+
+
+def size_category(rows: int) -> str:
+    """The Hub ``size_categories`` id for a total row count (e.g. 1,370 -> ``"1K<n<10K"``)."""
+    return next((name for limit, name in _SIZE_CATEGORIES if rows < limit), "10M<n<100M")
+
+
+def _label_variant(card: DatasetCard, variant: dict, rows: int) -> None:
+    """Mark a variant release's card: title, tag, size category and a notice under the heading."""
+    label = variant["label"]
+    card.data.pretty_name = f"ExBind variant {label}"
+    card.data.size_categories = [size_category(rows)]
+    card.data.tags = list(card.data.tags or []) + ["exbind-variant"]
+    seed = "the default seeds" if variant["seed"] is None else f"user seed {variant['seed']}"
+    notice = (f"> **Variant release {label}, not the default ExBind release.** Regenerated with `python exbind.py "
+              f"build` from {seed} at scale {variant['scale']} ({variant['scale']} times the paper's counts in "
+              f"every generated config; `legacy_bridge` is not scaled) by generator {variant['generator_version']}. "
+              "Figures on it are not comparable with figures on the default release; the seeds are in "
+              f"`{MANIFEST_NAME}`.\n")
+    head, sep, rest = card.text.partition("\n\n")
+    card.text = f"{head}{sep}{notice}\n{rest}"
+
+
+def _write_card(out: Path, infos: dict, data_files: dict, regions: dict, variant: Optional[dict] = None,
+                rows: int = 0) -> None:
+    """README.md: the template with its generated regions filled, plus YAML configs / dataset_info
+    (and the variant notice, :func:`_label_variant`, for a variant release)."""
     card = DatasetCard(fill_regions(CARD_TEMPLATE.read_text(encoding="utf-8"), regions))
+    if variant is not None:
+        _label_variant(card, variant, rows)
     configs = MetadataConfigs({
         name: {"data_files": [{"split": "test", "path": data_files[name]}], **({"default": True} if name == "broad" else {})}
         for name in CONFIGS
@@ -184,11 +213,14 @@ def _write_export(tmp: Path, out_dir: Path, builder_cls, get_release: Callable[[
             counts[config] = {"rows": ds.num_rows, "by_format_condition": _counts(ds)}
             record_hashes[config] = canonical_records_hash(list(ds.cast_column("image", datasets.Image(decode=False))))
         builder_cls.active_release = None
-    _write_card(tmp, infos, data_files, generated_regions(counts, rel.gate_tables, rel.suite_checks, CONFIGS))
+    _write_card(tmp, infos, data_files, generated_regions(counts, rel.gate_tables, rel.suite_checks, CONFIGS),
+                rel.variant, sum(c["rows"] for c in counts.values()))
     write_eval_yaml(tmp, CONFIGS)
     manifest = {
         "generator_version": GENERATOR_VERSION,
-        "seeds": {**rel.seeds, "permutations": list(PERMUTATION_SEEDS)},
+        "seeds": rel.seeds,
+        "release_version": rel.label,
+        "variant": rel.variant,
         "configs": list(CONFIGS),
         "counts": counts,
         "gate_tables": rel.gate_tables,
