@@ -211,6 +211,9 @@ def main(argv: list[str] | None = None) -> int:
         except BuildInterrupted as exc:
             print(exc.message(), file=sys.stderr)
             return 130
+        except KeyboardInterrupt:  # before the staging folder existed
+            print(f"build interrupted; the previous export at {Path(args.out).resolve()} is untouched", file=sys.stderr)
+            return 130
         if not args.quiet:
             print_release_report(Path(args.out), manifest)
         variant = f" (variant release {manifest['release_version']})" if manifest.get("variant") else ""

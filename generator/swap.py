@@ -40,6 +40,7 @@ import os
 import re
 import secrets
 import shutil
+import stat
 import sys
 import tempfile
 from pathlib import Path
@@ -119,8 +120,11 @@ def check_export_target(out_dir: os.PathLike | str) -> Path:
                               "choose a dedicated folder such as ./exbind")
     if out.exists() and not out.is_dir():
         raise ExportPathError(f"--out {out_dir!s} is an existing file; choose a folder path")
-    if not out.is_dir() or not any(out.iterdir()):
-        return out
+    try:
+        if not out.is_dir() or not any(out.iterdir()):
+            return out
+    except OSError as exc:
+        raise ExportPathError(f"--out {out_dir!s} cannot be read ({exc.strerror}); choose a folder you own") from None
     manifest_path = out / MANIFEST_NAME
     try:
         manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
@@ -164,10 +168,16 @@ def export_lock(out: Path) -> Iterator[Path]:
     path = lock_path(out)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o666)
     except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise ExportPathError(f"{path} is a symbolic link; refusing to use it as the lock file of {out} "
+                                  "(remove it)") from None
         raise ExportPathError(f"cannot write the export at {out}: {exc.strerror} ({path}); "
                               "choose a writable --out") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise ExportPathError(f"{path} is not a regular file; refusing to use it as the lock file of {out} (remove it)")
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

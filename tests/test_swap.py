@@ -251,6 +251,16 @@ def test_stale_leftovers_of_dead_pids_are_cleaned_live_ones_kept(tmp_path, monke
     assert sorted(p.name for p in (tmp_path / "tmp").iterdir()) == [f"exbind-cache-{os.getpid()}-78"]
 
 
+def test_a_planted_lock_symlink_is_refused_and_its_target_kept(tmp_path):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious")
+    (tmp_path / ".exbind.lock").symlink_to(victim)
+    with pytest.raises(ExportPathError, match="is a symbolic link; refusing to use it as the lock file"):
+        with export_lock(tmp_path / "exbind"):
+            pass
+    assert victim.read_text() == "precious"
+
+
 # --------------------------------------------------------------------------- 11.10 interrupt, writability, umask
 
 
