@@ -281,7 +281,8 @@ def test_ctrl_c_is_one_line_exit_130_and_keeps_the_previous_export(tmp_path, cap
     assert BuildInterrupted(out, True).message() == f"build interrupted after the new export was installed at {out}"
 
 
-def test_sigint_during_a_pooled_build_prints_one_line(tmp_path):
+def test_sigint_during_a_pooled_build_prints_one_line(tmp_path, capsys, monkeypatch):
+    """Also the two-process overlap: a second build while the first generates is refused."""
     out = tmp_path / "exbind"
     proc = subprocess.Popen([sys.executable, "exbind.py", "build", "--out", str(out), "--processes", "2", "--quiet"],
                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -289,6 +290,10 @@ def test_sigint_during_a_pooled_build_prints_one_line(tmp_path):
     while not any(p.name.startswith(".exbind.tmp-") for p in tmp_path.iterdir()):  # lock taken, generating
         assert proc.poll() is None and time.time() < deadline
         time.sleep(0.1)
+    monkeypatch.setattr("exbind.release", lambda *a, **k: pytest.fail("generation must not start"))
+    assert main(["build", "--out", str(out), "--quiet"]) == 2
+    assert capsys.readouterr().err.startswith(
+        f"build refused: another build holds the lock on {out} (pid {proc.pid}, lock file {tmp_path / '.exbind.lock'})")
     time.sleep(1.0)
     proc.send_signal(signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=120)
