@@ -154,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
         from generator.export import ExportIntegrityError, verify_export
 
         try:  # never read an export whose files differ from its manifest (issue 11 item 5)
-            verify_export(args.export, [c for c in (args.config, getattr(args, "compare_config", None)) if c])
+            verify_export(args.export)
         except ExportIntegrityError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
