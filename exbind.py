@@ -10,7 +10,7 @@ and by the export, not through a script path)::
 
 The command line builds and exports the release and prints the report::
 
-    python exbind.py build [--out DIR] [--processes N]
+    python exbind.py build [--out DIR] [--processes N] [--seed S] [--scale K]
 
 writes a Hub-ready folder (default ``./exbind``): ``README.md`` (the card plus generated
 YAML ``configs:`` and ``dataset_info``), ``data/<config>/test-*.parquet`` and
@@ -45,13 +45,18 @@ _DESCRIPTIONS = {
 _RELEASE_CACHE: dict[str, Release] = {}
 
 
-def release(processes: int | None = None, show_progress: bool = False, legacy_path: str | None = None) -> Release:
-    """The release of this generator version (and legacy JSONL), generated and gated once per process."""
-    key = (GENERATOR_VERSION, legacy_path)
+def release(processes: int | None = None, show_progress: bool = False, legacy_path: str | None = None,
+            seed: int | None = None, scale: int = 1) -> Release:
+    """The release of this generator version (and legacy JSONL), generated and gated once per process.
+
+    ``seed`` / ``scale`` make a labelled variant release (:func:`composition.release.build_release`).
+    """
+    key = (GENERATOR_VERSION, legacy_path, seed, scale)
     if key not in _RELEASE_CACHE:
-        total = len(broad_plans()) + len(targeted_plans())
+        total = len(broad_plans(scale=scale)) + len(targeted_plans(scale=scale))
         with tqdm(total=total, desc="generate + gate latents", disable=not show_progress) as bar:
-            _RELEASE_CACHE[key] = build_release(processes, progress=bar, legacy_path=legacy_path)
+            _RELEASE_CACHE[key] = build_release(processes, progress=bar, legacy_path=legacy_path, seed=seed,
+                                                scale=scale)
     return _RELEASE_CACHE[key]
 
 
@@ -75,8 +80,12 @@ class ExBind(datasets.GeneratorBasedBuilder):
     active_release: Release | None = None
 
     def _info(self) -> datasets.DatasetInfo:
-        return datasets.DatasetInfo(description=_DESCRIPTIONS[self.config.name], features=FEATURES,
-                                    license="cc-by-4.0")
+        description = _DESCRIPTIONS[self.config.name]
+        rel = type(self).active_release
+        if rel is not None and rel.variant is not None:  # never confused with the default release
+            description = (f"Variant release {rel.label} ({rel.variant['scale']} times the counts below, "
+                           f"seeds {rel.seeds}; not the default release). {description}")
+        return datasets.DatasetInfo(description=description, features=FEATURES, license="cc-by-4.0")
 
     def _split_generators(self, dl_manager):
         return [datasets.SplitGenerator(name=datasets.Split.TEST)]
@@ -114,6 +123,11 @@ def main(argv: list[str] | None = None) -> int:
     build.add_argument("--quiet", action="store_true", help="print only the export path")
     build.add_argument("--no-report", action="store_true",
                        help="skip the printed report (gate baselines, predictors table; about 40 s)")
+    build.add_argument("--seed", type=int, default=None,
+                       help="build a variant release from this seed (labelled in the manifest and card; "
+                            "default: the release seeds)")
+    build.add_argument("--scale", type=int, default=1, metavar="K",
+                       help="K times the paper's counts in every generated config (a labelled variant when K > 1)")
     build.add_argument("--legacy", metavar="JSONL", default=None,
                        help="build legacy_bridge from your own legacy records (format: generator/legacy/README.md) "
                             "instead of the shipped Graphviz-gallery records")
@@ -140,6 +154,14 @@ def main(argv: list[str] | None = None) -> int:
     add_show_parser(sub)
     args = parser.parse_args(argv)
 
+    if args.command in ("score", "predict", "run-model"):
+        from publishing.export import ExportIntegrityError, verify_export
+
+        try:  # never read an export whose files differ from its manifest (issue 11 item 5)
+            verify_export(args.export)
+        except ExportIntegrityError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
     if args.command == "score":
         from reports.score_report import run as run_score
 
@@ -162,15 +184,18 @@ def main(argv: list[str] | None = None) -> int:
         return run_predict(args)
 
     if args.command == "build":
-        from publishing.export import ExportPathError, check_export_target, export_release
+        from publishing.export import BuildInterrupted, ExportPathError, check_export_target, export_release
         from reports.report import print_release_report
 
         if args.processes is not None and args.processes < 1:
             build.error("--processes must be a positive integer")
+        if args.scale < 1:
+            build.error(f"--scale must be a positive integer (K times the paper's counts), got {args.scale}")
         try:
             check_export_target(Path(args.out))
         except ExportPathError as exc:
-            build.error(str(exc))
+            print(f"build refused: {exc}", file=sys.stderr)
+            return 2
 
         from publishing.card import CardCheckError
         from generator.legacy.converter import LegacyRecordError
@@ -178,7 +203,8 @@ def main(argv: list[str] | None = None) -> int:
         datasets.disable_progress_bars()
         try:
             manifest = export_release(Path(args.out), ExBind,
-                                      lambda: release(args.processes, not args.quiet, args.legacy),
+                                      lambda: release(args.processes, not args.quiet, args.legacy, args.seed,
+                                                      args.scale),
                                       show_progress=not args.quiet)
         except CardCheckError as exc:
             print(f"build refused: the export failed its checks; the previous export is untouched\n{exc}",
@@ -187,9 +213,19 @@ def main(argv: list[str] | None = None) -> int:
         except LegacyRecordError as exc:
             print(f"build refused: {exc}; the previous export is untouched", file=sys.stderr)
             return 2
+        except ExportPathError as exc:  # unwritable --out, or another build holds the lock
+            print(f"build refused: {exc}", file=sys.stderr)
+            return 2
+        except BuildInterrupted as exc:
+            print(exc.message(), file=sys.stderr)
+            return 130
+        except KeyboardInterrupt:  # before the staging folder existed
+            print(f"build interrupted; the previous export at {Path(args.out).resolve()} is untouched", file=sys.stderr)
+            return 130
         if not (args.quiet or args.no_report):
             print_release_report(Path(args.out), manifest)
-        print(f"export: {Path(args.out).resolve()}")
+        variant = f" (variant release {manifest['release_version']})" if manifest.get("variant") else ""
+        print(f"export: {Path(args.out).resolve()}{variant}")
     return 0
 
 

@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import random
+import signal
 from collections import Counter
 from dataclasses import dataclass
 from multiprocessing import get_context
@@ -73,14 +74,24 @@ def case_rng(seed: int, latent_id: str, attempt: int, purpose: str) -> random.Ra
     return random.Random(int.from_bytes(digest[:8], "big"))
 
 
-def broad_plans(seed: int = BROAD_SEED) -> list[LatentPlan]:
-    """Broad suite: 250 rows = svg 25, canvas 50, tree 50, dom 25, graph 50, table 50.
+def _check_scale(scale: int) -> None:
+    if isinstance(scale, bool) or not isinstance(scale, int) or scale < 1:
+        raise ValueError(f"scale must be a positive integer (K times the paper's counts), got {scale!r}")
+
+
+def broad_plans(seed: int = BROAD_SEED, scale: int = 1) -> list[LatentPlan]:
+    """Broad suite: 250 rows = svg 25, canvas 50, tree 50, dom 25, graph 50, table 50
+    (paper Table 4), times ``scale``.
 
     Even-indexed relational latents compile to svg and canvas, even-indexed hierarchy
-    latents to tree and dom: 25 + 25 cross-format groups sharing a latent id.
+    latents to tree and dom: 25 + 25 cross-format groups sharing a latent id (x ``scale``).
+
+    Raises:
+        ValueError: ``scale`` is not a positive integer.
     """
+    _check_scale(scale)
     plans = []
-    for i in range(BROAD_PER_FAMILY):
+    for i in range(BROAD_PER_FAMILY * scale):
         paired = i % 2 == 0
         plans.append(LatentPlan("broad", "relational", f"broad_relational_{i:04d}", None, i,
                                 ("svg", "canvas") if paired else ("canvas",), seed))
@@ -92,15 +103,22 @@ def broad_plans(seed: int = BROAD_SEED) -> list[LatentPlan]:
     return sorted(plans, key=lambda p: (order[p.family], p.slot))
 
 
-def targeted_plans(seed: int = TARGETED_SEED) -> list[LatentPlan]:
-    """Targeted suite: table 3 conditions x 40 and tree-only hierarchy depth 2/3/4 x 40."""
+def targeted_plans(seed: int = TARGETED_SEED, scale: int = 1) -> list[LatentPlan]:
+    """Targeted suite: table 3 conditions x 40 and tree-only hierarchy depth 2/3/4 x 40
+    (paper Tables 6, 9), times ``scale``. Template and target column follow the slot, so
+    every multiple of 40 keeps the balance rule (SPEC §6).
+
+    Raises:
+        ValueError: ``scale`` is not a positive integer.
+    """
+    _check_scale(scale)
     plans = []
     for cond in TABLE_CONDITIONS:
-        for slot in range(CASES_PER_TARGETED_CONDITION):
+        for slot in range(CASES_PER_TARGETED_CONDITION * scale):
             plans.append(LatentPlan("targeted", "table", f"targeted_table_{cond}_{slot:04d}", cond, slot,
                                     ("table",), seed))
     for cond in HIERARCHY_CONDITIONS:
-        for slot in range(CASES_PER_TARGETED_CONDITION):
+        for slot in range(CASES_PER_TARGETED_CONDITION * scale):
             plans.append(LatentPlan("targeted", "hierarchy", f"targeted_hierarchy_{cond}_{slot:04d}", cond, slot,
                                     ("tree",), seed))
     return plans
@@ -154,6 +172,11 @@ def generate_latent(plan: LatentPlan) -> GeneratedLatent:
     raise RuntimeError(f"{plan.latent_id}: no accepted record in {MAX_ATTEMPTS} attempts; rejections {dict(rejected)}")
 
 
+def _ignore_sigint() -> None:
+    """Pool initializer: Ctrl-C reaches the parent only, which stops the pool (no worker tracebacks)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def generate_all(plans: list[LatentPlan], processes: Optional[int] = None, progress=None) -> list[GeneratedLatent]:
     """Generate every plan; results are in plan order whatever ``processes`` is."""
     processes = processes or min(os.cpu_count() or 1, 4)
@@ -164,7 +187,7 @@ def generate_all(plans: list[LatentPlan], processes: Optional[int] = None, progr
             if progress:
                 progress.update(1)
         return results
-    with get_context("fork").Pool(processes) as pool:
+    with get_context("fork").Pool(processes, initializer=_ignore_sigint) as pool:
         results = []
         for result in pool.imap(generate_latent, plans, chunksize=8):
             results.append(result)
@@ -173,13 +196,13 @@ def generate_all(plans: list[LatentPlan], processes: Optional[int] = None, progr
         return results
 
 
-def permuted_records(rec: ExBindRecord) -> list[ExBindRecord]:
+def permuted_records(rec: ExBindRecord, seeds: tuple[int, ...] = PERMUTATION_SEEDS) -> list[ExBindRecord]:
     """The candidate-order control (paper A.5, Table 12): the same case under three seeded
     permutations; case id ``<case_id>__perm<k>`` with the parent case id recorded."""
     original = [c.candidate_id for c in rec.case.candidates]
     gold_rank = rec.gold_rank()
     out = []
-    for k, seed in enumerate(PERMUTATION_SEEDS, start=1):
+    for k, seed in enumerate(seeds, start=1):
         cands = list(rec.case.candidates)
         case_rng(seed, rec.id, 0, "permutation").shuffle(cands)
         child = rec.with_candidates(cands, case_id=f"{rec.id}__perm{k}", parent_case_id=rec.id)
@@ -200,9 +223,44 @@ def column_metadata_record(rec: ExBindRecord) -> ExBindRecord:
     return rec.with_candidates(list(rec.case.candidates), show_column=True)
 
 
+RELEASE_VERSION = "1.0.0"  # the default release; variants are labelled "1.0.0+seed.<S>.scale.<K>"
+
+
+def variant_seeds(seed: int) -> dict:
+    """The suite and permutation seeds of the variant release with user seed ``seed``.
+
+    Derived through SHA-256 of ("exbind-variant", seed, purpose), so no user seed reproduces
+    the default release's seeds by accident.
+
+    Returns:
+        ``{"broad": int, "targeted": int, "permutations": [int, int, int]}`` (each < 2**32).
+    """
+    def derive(purpose: str) -> int:
+        return int.from_bytes(hashlib.sha256(f"exbind-variant|{seed}|{purpose}".encode()).digest()[:4], "big")
+
+    return {"broad": derive("broad"), "targeted": derive("targeted"),
+            "permutations": [derive(f"permutation-{k}") for k in range(1, len(PERMUTATION_SEEDS) + 1)]}
+
+
+def release_label(variant: Optional[dict]) -> str:
+    """The version label of a release: :data:`RELEASE_VERSION` for the default release,
+    ``"1.0.0+seed.<S>.scale.<K>"`` for a variant (``seed`` ``default`` when only the scale
+    changed, ``custom`` when suite seeds were set directly)."""
+    if variant is None:
+        return RELEASE_VERSION
+    seed = variant.get("seed")
+    seed = "default" if seed is None and not variant.get("custom_seeds") else ("custom" if seed is None else seed)
+    return f"{RELEASE_VERSION}+seed.{seed}.scale.{variant['scale']}"
+
+
 @dataclass
 class Release:
-    """Every config's records plus the gate and check tables for the manifest."""
+    """Every config's records plus the gate and check tables for the manifest.
+
+    ``seeds`` holds ``broad``, ``targeted`` and ``permutations``; ``variant`` is None for
+    the default release (SPEC §6 seeds, paper counts) and otherwise
+    ``{"label", "seed", "scale", "custom_seeds", "generator_version"}``.
+    """
 
     configs: dict[str, list[ExBindRecord]]
     gate_tables: dict
@@ -210,10 +268,17 @@ class Release:
     latent_hashes: dict
     seeds: dict
     legacy_eligibility: dict
+    variant: Optional[dict] = None
+
+    @property
+    def label(self) -> str:
+        """The release version label (:func:`release_label`)."""
+        return release_label(self.variant)
 
 
 def build_release(processes: Optional[int] = None, progress=None, broad_seed: int = BROAD_SEED,
-                  targeted_seed: int = TARGETED_SEED, legacy_path: Optional[str] = None) -> Release:
+                  targeted_seed: int = TARGETED_SEED, legacy_path: Optional[str] = None,
+                  seed: Optional[int] = None, scale: int = 1) -> Release:
     """Generate both suites, run the suite-level checks, and assemble every config.
 
     Args:
@@ -222,12 +287,29 @@ def build_release(processes: Optional[int] = None, progress=None, broad_seed: in
         broad_seed, targeted_seed: suite seeds (the release uses SPEC §6's defaults).
         legacy_path: a user's legacy JSONL for ``legacy_bridge`` (default: the shipped
             Graphviz-gallery records; format: :mod:`legacy`).
+        seed: a variant release's user seed (``build --seed``): replaces the suite and
+            permutation seeds with :func:`variant_seeds`.
+        scale: ``K`` times the paper's counts in every generated config (``build
+            --scale``); ``legacy_bridge`` comes from fixed records and is not scaled.
+
+    Any non-default seed or scale makes a labelled variant (``Release.variant``).
 
     Raises:
+        ValueError: ``scale`` is not a positive integer.
         RuntimeError: when a suite-level check fails (the build stops; nothing is written).
     """
-    broad = generate_all(broad_plans(broad_seed), processes, progress)
-    targeted = generate_all(targeted_plans(targeted_seed), processes, progress)
+    _check_scale(scale)
+    permutation_seeds = tuple(PERMUTATION_SEEDS)
+    if seed is not None:
+        derived = variant_seeds(seed)
+        broad_seed, targeted_seed, permutation_seeds = derived["broad"], derived["targeted"], tuple(derived["permutations"])
+    custom = seed is None and (broad_seed, targeted_seed) != (BROAD_SEED, TARGETED_SEED)
+    variant = None
+    if seed is not None or scale != 1 or custom:
+        variant = {"seed": seed, "scale": scale, "custom_seeds": custom, "generator_version": GENERATOR_VERSION}
+        variant["label"] = release_label(variant)
+    broad = generate_all(broad_plans(broad_seed, scale), processes, progress)
+    targeted = generate_all(targeted_plans(targeted_seed, scale), processes, progress)
 
     def records(gen, pred=lambda g: True):
         return [r for g in gen if pred(g) for r in g.records]
@@ -241,7 +323,8 @@ def build_release(processes: Optional[int] = None, progress=None, broad_seed: in
         "targeted_table": records(targeted, lambda g: g.plan.family == "table"),
         "targeted_hierarchy": records(targeted, lambda g: g.plan.family == "hierarchy"),
     }
-    configs["targeted_table_permuted"] = [p for r in configs["targeted_table"] for p in permuted_records(r)]
+    configs["targeted_table_permuted"] = [p for r in configs["targeted_table"]
+                                          for p in permuted_records(r, permutation_seeds)]
     configs["targeted_table_column_metadata"] = [column_metadata_record(r) for r in configs["targeted_table"]]
     configs["legacy_bridge"], legacy_gate = bridge_records(legacy_path)
 
@@ -284,9 +367,9 @@ def build_release(processes: Optional[int] = None, progress=None, broad_seed: in
     if failures:
         raise RuntimeError(f"suite-level checks failed: {failures}: {json.dumps(checks, indent=1)}")
     hashes = {"broad": sorted(broad_hashes), "targeted": sorted(targeted_hashes)}
-    return Release(configs, gate_tables, checks, hashes, {"broad": broad_seed, "targeted": targeted_seed},
-                   legacy_gate)
+    seeds = {"broad": broad_seed, "targeted": targeted_seed, "permutations": list(permutation_seeds)}
+    return Release(configs, gate_tables, checks, hashes, seeds, legacy_gate, variant)
 
 
-__all__ = ["GENERATOR_VERSION", "CONFIGS", "Release", "build_release", "broad_plans", "targeted_plans",
-           "generate_latent", "case_rng"]
+__all__ = ["GENERATOR_VERSION", "CONFIGS", "RELEASE_VERSION", "Release", "build_release", "broad_plans",
+           "targeted_plans", "generate_latent", "case_rng", "release_label", "variant_seeds"]

@@ -155,7 +155,7 @@ def test_a_failing_card_check_fails_the_export_and_keeps_the_previous_one(export
     assert err.value.problems == [
         "license: 'cc-by-5.0' is not a Hub license id (see HUB_LICENSE_IDS; e.g. 'cc-by-4.0')"]
     assert {p.relative_to(out).as_posix(): sha256_file(p) for p in out.rglob("*") if p.is_file()} == before
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["dataset_card.md", "exbind"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".exbind.lock", "dataset_card.md", "exbind"]  # lock file stays
 
 
 # --------------------------------------------------------------------------- parquet

@@ -111,7 +111,7 @@ def test_failed_build_leaves_the_previous_export_untouched(export_dir, tmp_path)
     with pytest.raises(Exception, match="error occurred while generating"):
         export_release(out, FailsOnThirdConfig, release, show_progress=False)
     assert _files(out) == before
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["exbind"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".exbind.lock", "exbind"]  # the lock file stays
 
 
 def test_reload_after_a_changed_rebuild_returns_the_new_rows(tmp_path):
