@@ -33,8 +33,21 @@ _TEMPLATE = (
     "Candidates:\n"
     "{candidates}\n"
     "\n"
+    "{contract}"
     "Return strict JSON only with this schema: {schema}"
 )
+
+# Per-format output contract lines (SPEC §6): which surface element denotes an object.
+# svg candidate rows show each element's ``tag`` and ``parent_id``; an object drawn as a
+# group is denoted by the group (the outermost element that draws it), so answering with a
+# child shape names the right object through the wrong element (exact-only failure).
+FORMAT_CONTRACTS = {
+    "svg": (
+        "An object is denoted by the outermost element that draws it: when an object is drawn "
+        "as a group (tag \"g\"), answer with the group's id, not with a shape inside it "
+        "(a candidate whose parent_id is the group)."
+    ),
+}
 
 
 def output_schema(output_keys) -> str:
@@ -74,6 +87,7 @@ def build_prompt(row: Mapping[str, Any], variant: str = "image") -> str:
         instruction=row["instruction"],
         observation=observation,
         candidates=candidate_rows(row["candidates"]),
+        contract=FORMAT_CONTRACTS[row["format"]] + "\n" if row["format"] in FORMAT_CONTRACTS else "",
         schema=row["output_schema"],
     )
 
