@@ -77,8 +77,9 @@ def test_no_two_relational_candidates_look_identical(rel_rows):
 
 
 def test_svg_prompt_states_the_outermost_element_contract(rows):
+    assert not any(FORMAT_CONTRACTS[("relational", "svg")] in r["prompt"] for r in rows["legacy_bridge"])
     for r in rows["broad"]:
-        has_contract = FORMAT_CONTRACTS["svg"] in r["prompt"]
+        has_contract = FORMAT_CONTRACTS[("relational", "svg")] in r["prompt"]
         assert has_contract == (r["format"] == "svg")
         if r["format"] == "svg":
             assert '"tag": "g"' in r["prompt"] or all(c["tag"] != "g" for c in r["candidates"])
@@ -127,7 +128,7 @@ def test_relation_removal_leaves_at_least_two_fitting_candidates(rel_rows):
 def test_degeneracy_gate_rejects_a_relation_that_is_not_needed():
     rec = generate_latent(next(p for p in broad_plans() if p.family == "relational" and p.slot == 0)).records[0]
     t = rec.case.target
-    assert gates.gate_degeneracy(rec, rec.reference_json(), "broad") == (True, "")
+    assert gates.gate_degeneracy(rec, rec.reference_json(), "broad")[0] is True
     across = [c for c in rec.case.candidates if dict(c.meaning.attributes) == dict(t.attributes)
               and relation_holds(OPPOSITE[t.relation], c.meaning.position, t.anchor_position)]
     assert across
