@@ -5,11 +5,13 @@ relation necessity defeats. Counts are exact figures of the built release."""
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
 from collections import Counter
 from fractions import Fraction
 
 import pytest
+from PIL import Image
 
 from exbind_scoring import relation_holds, score_prediction
 from generator import gates
@@ -222,3 +224,15 @@ def test_direction_blind_shortcut_is_near_chance(rel_rows):
         acc[2] += 1
     assert by_format["svg"] == [Fraction(25, 2), Fraction(14), 25]  # 0.500 / 0.560 (issue 9: 0.88 before)
     assert by_format["canvas"] == [Fraction(149, 6), Fraction(79, 3), 50]  # 0.497 / 0.527 (issue 9: 0.84)
+
+
+def test_visible_oracle_gate_rejects_a_picture_that_does_not_show_the_scene():
+    rec = generate_latent(next(p for p in broad_plans() if p.family == "relational" and p.slot == 2)).records[0]
+    assert rec.case.format == "svg"
+    assert visible_answer(rec.to_row(), rec.image_png) == rec.gold()
+    assert gates.gate_visible_oracle(rec, rec.reference_json(), "broad") == (True, "visible oracle answers wrongly")
+    blank = io.BytesIO()
+    Image.new("RGB", (440, 360), "white").save(blank, format="PNG")
+    unseen = dataclasses.replace(rec, image_png=blank.getvalue())
+    assert gates.gate_visible_oracle(unseen, unseen.reference_json(), "broad") == (
+        False, "visible inputs do not single out one answer")
