@@ -13,8 +13,9 @@ import json
 import re
 from collections import Counter
 
-from exbind_scoring import execute_target, load_reference, score_prediction, tokenize
+from exbind_scoring import execute_target, load_reference, relation_holds, score_prediction, tokenize
 from generator.baselines import lexical_only, random_expectation, structural_oracle, type_only
+from generator.families.relational import OPPOSITE
 from generator.records import ExBindRecord
 from generator.visible_oracle import visible_answer
 
@@ -114,7 +115,10 @@ def gate_type_only(rec: ExBindRecord, reference: str, suite: str):
 def gate_degeneracy(rec: ExBindRecord, reference: str, suite: str):
     """CLEVR-style degeneracy: every structural constraint must be needed.
 
-    relational: the target's attributes alone do not single it out; table (conjunctive):
+    relational: the target's attributes alone do not single it out, and the relation is
+    necessary: with the direction word removed (the target's attributes on the relation's
+    axis, either side of the anchor: :func:`exbind_scoring.relation_holds` with the relation
+    or its opposite) at least two candidates still fit; table (conjunctive):
     each condition alone matches several rows; hierarchy (port targets): a same-slot decoy
     exists in another group and a same-group decoy with the other role exists.
     """
@@ -125,7 +129,12 @@ def gate_degeneracy(rec: ExBindRecord, reference: str, suite: str):
         want = target.get("attributes") or {}
         same = [c for c in canon if all((c.get("attributes") or {}).get(k) == v for k, v in want.items())
                 and c["entity"] != target.get("anchor")]
-        return (len(same) >= 2, "target identifiable by attributes alone")
+        if len(same) < 2:
+            return False, "target identifiable by attributes alone"
+        relation, anchor_pos = target.get("relation"), target.get("anchor_position")
+        on_axis = [c for c in same if any(relation_holds(r, c.get("position"), anchor_pos)
+                                          for r in (relation, OPPOSITE.get(relation)))]
+        return (len(on_axis) >= 2, "relation unnecessary: without the direction word one candidate fits")
     if family == "table" and len(target.get("conditions") or []) > 1:
         rows: dict = {}
         for c in canon:

@@ -33,8 +33,22 @@ _TEMPLATE = (
     "Candidates:\n"
     "{candidates}\n"
     "\n"
+    "{contract}"
     "Return strict JSON only with this schema: {schema}"
 )
+
+# Output contract lines per (family, format) (SPEC §6): which surface element denotes an
+# object. Relational svg candidate rows show each element's ``tag`` and ``parent_id``; an
+# object drawn as a group is denoted by the group (the outermost element that draws it), so
+# answering with a child shape names the right object through the wrong element (an
+# exact-only failure). Legacy svg rows keep their own prompt.
+FORMAT_CONTRACTS = {
+    ("relational", "svg"): (
+        "An object is denoted by the outermost element that draws it: when an object is drawn "
+        "as a group (tag \"g\"), answer with the group's id, not with a shape inside it "
+        "(a candidate whose parent_id is the group)."
+    ),
+}
 
 
 def output_schema(output_keys) -> str:
@@ -56,7 +70,8 @@ def build_prompt(row: Mapping[str, Any], variant: str = "image") -> str:
 
     Args:
         row: needs ``format``, ``instruction``, ``observation`` ({source_type, source}),
-            ``candidates`` (model-visible dicts) and ``output_schema``.
+            ``candidates`` (model-visible dicts) and ``output_schema``; ``family`` selects
+            the output contract line (:data:`FORMAT_CONTRACTS`; relational svg only).
         variant: ``"image"`` (default, the released prompt) or ``"text"``.
 
     Raises:
@@ -65,6 +80,7 @@ def build_prompt(row: Mapping[str, Any], variant: str = "image") -> str:
     if variant not in PROMPT_VARIANTS:
         raise ValueError(f"variant={variant!r}; expected one of {PROMPT_VARIANTS}")
     obs = row["observation"]
+    contract = FORMAT_CONTRACTS.get((row.get("family"), row["format"]))
     if row["format"] in RENDERED_FORMATS and variant == "image":
         observation = f"Observation: the attached image (a rendered {row['format']} picture)."
     else:
@@ -74,6 +90,7 @@ def build_prompt(row: Mapping[str, Any], variant: str = "image") -> str:
         instruction=row["instruction"],
         observation=observation,
         candidates=candidate_rows(row["candidates"]),
+        contract=contract + "\n" if contract else "",
         schema=row["output_schema"],
     )
 

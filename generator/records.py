@@ -41,6 +41,8 @@ FEATURES = datasets.Features(
                 "bbox": datasets.List(datasets.Value("int32")),
                 "roles": datasets.List(datasets.Value("string")),
                 "column": datasets.Value("string"),
+                "tag": datasets.Value("string"),
+                "parent_id": datasets.Value("string"),
             }
         ),
         "gold": datasets.Value("string"),
@@ -131,7 +133,14 @@ class ExBindRecord:
         return 1 + [c.candidate_id for c in self.case.candidates].index(gold_id)
 
     def visible_candidates(self) -> list[dict]:
-        """Model-visible candidate rows (SPEC §6): no latent annotation ever."""
+        """Model-visible candidate rows (SPEC §6): no latent annotation ever.
+
+        Keys: ``candidate_id``, ``candidate_type``, ``bbox`` (rendered surfaces), ``roles``
+        (graph endpoints), ``column`` (column-metadata control only), and for svg the
+        element's visible structure ``tag`` and ``parent_id`` (the enclosing candidate
+        element, as an inspector shows it); a key that does not apply is None (omitted in
+        the prompt's candidate rows).
+        """
         return [
             {
                 "candidate_id": c.candidate_id,
@@ -139,6 +148,8 @@ class ExBindRecord:
                 "bbox": [int(v) for v in c.bbox] if c.bbox is not None else None,
                 "roles": list(c.roles) if c.roles is not None else None,
                 "column": c.meaning.column if self.show_column else None,
+                "tag": c.tag,
+                "parent_id": c.parent_id,
             }
             for c in self.case.candidates
         ]

@@ -88,6 +88,10 @@ class Candidate:
         meaning: latent meaning (never shown to a model).
         bbox: ``[x, y, w, h]`` pixels in the rendered PNG for svg/canvas, else None.
         roles: graph endpoint role metadata (``["source", "target"]``), else None.
+        tag: svg: the element's tag name (``"g"``, ``"rect"``, ``"circle"``, ``"polygon"``),
+            as a DOM inspector shows it; None for other surfaces.
+        parent_id: svg: the candidate id of the enclosing candidate element (a group's child
+            shapes name the group), None for a top-level element and for other surfaces.
     """
 
     candidate_id: str
@@ -96,6 +100,8 @@ class Candidate:
     meaning: Meaning
     bbox: Optional[list[float]] = None
     roles: Optional[list[str]] = None
+    tag: Optional[str] = None
+    parent_id: Optional[str] = None
 
 
 @dataclass(frozen=True)

@@ -95,11 +95,11 @@ def test_random_predictor_is_seeded_per_case(rows):
     c = predict(table, "random", seed=7)
     assert c[0]["output"] == '{"cell_id": "cell_r02_c02"}'
     assert sum(x["output"] != y["output"] for x, y in zip(a, c)) == 112
-    # One realisation scatters around the expectation (targeted_table: 7/120; broad: 18/250).
+    # One realisation scatters around the expectation (targeted_table: 7/120; broad: 14/250).
     assert _exact(table, a) == 7
     broad = rows["broad"]
     pb = predict(broad, "random", seed=42)
-    assert _exact(broad, pb) == 18
+    assert _exact(broad, pb) == 14
     assert {score_prediction(p["output"], r["reference"])["status"] for p, r in zip(pb, broad)} == {"valid"}
     for p, r in zip(pb, broad):
         if r["format"] == "graph":
@@ -222,7 +222,7 @@ def test_ranker_scores_on_targeted_table_and_lexical_decoy(rows):
 
 def test_rank_random_and_jaccard_on_broad(rows):
     broad = rows["broad"]
-    for name, exact, r5 in (("rank_random", 16, 79), ("rank_jaccard", 30, 131)):
+    for name, exact, r5 in (("rank_random", 11, 79), ("rank_jaccard", 30, 131)):
         preds = predict(broad, name)
         ranks = _gold_ranks(broad, preds)
         assert (_exact(broad, preds), sum(r <= 5 for r in ranks)) == (exact, r5), name

@@ -3,10 +3,11 @@
 Real references from the generator (``generate_latent`` on broad plans):
 
 - ``SVG`` / ``CANVAS``: broad latent 2 (relational, paired), 440 x 360 px. Its target
-  (``obj3``, red square left of the yellow square ``obj7``) is drawn in SVG as a group
-  ``e_0cf1`` [191, 31, 58, 58] with two parts, ``e_b855`` (same box) and ``e_5b7b``
-  [197, 37, 46, 46]; in canvas as one object ``o_26a3`` [197, 37, 46, 46]. The anchor
-  ``obj7`` is ``e_58e5`` [277, 37, 46, 46] with a small part ``e_c4e8`` [292, 52, 16, 16].
+  (``obj2``, the green diamond in the same column below the yellow diamond ``obj6``) is
+  drawn in SVG as a group ``e_a497`` [103, 263, 74, 74] with two parts, ``e_be69`` (the
+  ring, same box) and ``e_71d6`` [111, 271, 58, 58] (the body); in canvas as one object
+  ``o_e754`` [111, 271, 58, 58]. The anchor ``obj6`` is the bare shape ``e_5e04``
+  [111, 111, 58, 58], 160 px above the target.
 - ``TABLE``: broad table latent 0 (15 cells, gold ``cell_r03_c01``).
 - ``GRAPH``: broad graph latent 0 (9 nodes, gold ``g_bce7 -> g_0adf``).
 
@@ -51,21 +52,20 @@ def _references() -> dict[str, str]:
 
 REFS = _references()
 SVG, CANVAS, TABLE, GRAPH = REFS["svg"], REFS["canvas"], REFS["table"], REFS["graph"]
-GOLD_CENTRE = (220.0, 60.0)  # centre of the gold group box [191, 31, 58, 58]
+GOLD_CENTRE = (140.0, 300.0)  # centre of the gold group box [103, 263, 74, 74]
 
 
 def test_fixture_layout():
     svg, canvas = load_reference(SVG), load_reference(CANVAS)
-    assert svg["image_size"] == [440, 360] and svg["gold"] == {"target_id": "e_0cf1"}
+    assert svg["image_size"] == [440, 360] and svg["gold"] == {"target_id": "e_a497"}
     boxes = {c["id"]: (c["entity"].rsplit("_", 1)[1], c["canonical"], c["bbox"]) for c in svg["candidates"]}
-    assert boxes["e_0cf1"] == ("obj3", True, [191, 31, 58, 58])
-    assert boxes["e_b855"] == ("obj3", False, [191, 31, 58, 58])
-    assert boxes["e_5b7b"] == ("obj3", False, [197, 37, 46, 46])
-    assert boxes["e_58e5"] == ("obj7", True, [277, 37, 46, 46])
-    assert boxes["e_c4e8"] == ("obj7", False, [292, 52, 16, 16])
-    assert [c["id"] for c in svg["candidates"]].index("e_b855") < [c["id"] for c in svg["candidates"]].index("e_0cf1")
-    assert svg["target"]["anchor"].endswith("obj7")
-    assert canvas["gold"] == {"target_id": "o_26a3"} and canvas["_by_id"]["o_26a3"]["bbox"] == [197, 37, 46, 46]
+    assert boxes["e_a497"] == ("obj2", True, [103, 263, 74, 74])
+    assert boxes["e_be69"] == ("obj2", False, [103, 263, 74, 74])
+    assert boxes["e_71d6"] == ("obj2", False, [111, 271, 58, 58])
+    assert boxes["e_5e04"] == ("obj6", True, [111, 111, 58, 58])
+    assert [c["id"] for c in svg["candidates"]].index("e_be69") < [c["id"] for c in svg["candidates"]].index("e_a497")
+    assert svg["target"]["anchor"].endswith("obj6")
+    assert canvas["gold"] == {"target_id": "o_e754"} and canvas["_by_id"]["o_e754"]["bbox"] == [111, 271, 58, 58]
     table, graph = load_reference(TABLE), load_reference(GRAPH)
     assert table["gold"] == {"cell_id": "cell_r03_c01"} and len(table["candidates"]) == 15
     assert graph["gold"] == {"source_id": "g_bce7", "target_id": "g_0adf"} and len(graph["candidates"]) == 9
@@ -233,42 +233,42 @@ def test_graph_rankings_rank_ordered_pairs():
 
 
 @pytest.mark.parametrize("text, frame", [
-    ('{"x": 220, "y": 60}', "pixel"),
-    ("[0.5, 0.16666666666666666]", "unit"),
-    ('{"point": [500, 166.66666666666666]}', "thousand"),
+    ('{"x": 140, "y": 300}', "pixel"),
+    ("[0.3181818181818182, 0.8333333333333334]", "unit"),
+    ('{"point": [318.1818181818182, 833.3333333333334]}', "thousand"),
 ])
 def test_click_on_gold_centre_in_every_frame(text, frame):
     rec = score_prediction(text, SVG, coordinate_frame=frame)
     _check(rec)
     assert (rec["kind"], rec["status"], rec["first_violation"], rec["rank_of_gold"]) == ("click", "valid", "none", None)
-    assert rec["predicted"] == {"target_id": "e_0cf1"}  # the group, reached through its smallest part
+    assert rec["predicted"] == {"target_id": "e_a497"}  # the group, reached through its smallest part
     click = rec["click"]
-    assert (click["x_px"], click["y_px"]) == (pytest.approx(220.0), pytest.approx(60.0))
-    assert (click["in_gold_box"], click["loose_hit"], click["class"], click["hit_id"]) == (True, True, "target", "e_5b7b")
+    assert (click["x_px"], click["y_px"]) == (pytest.approx(140.0), pytest.approx(300.0))
+    assert (click["in_gold_box"], click["loose_hit"], click["class"], click["hit_id"]) == (True, True, "target", "e_71d6")
 
 
 def test_click_on_a_part_of_the_gold_group_is_exact():
-    # (193, 33) lies in the group box and its equal-area part e_b855 but not in e_5b7b:
-    # the tie goes to e_b855 (earlier in released order), whose entity's canonical id is gold
-    rec = score_prediction('{"x": 193, "y": 33}', SVG, coordinate_frame="pixel")
-    assert (rec["status"], rec["predicted"], rec["scores"]["exact"]) == ("valid", {"target_id": "e_0cf1"}, 1)
-    assert rec["click"] == {"x_px": 193.0, "y_px": 33.0, "in_gold_box": True, "loose_hit": True,
-                            "class": "target", "hit_id": "e_b855"}
-    # edges are inclusive: the group's far corner (249, 89)
-    corner = score_prediction('{"x": 249, "y": 89}', SVG, coordinate_frame="pixel")
-    assert (corner["scores"]["exact"], corner["click"]["hit_id"]) == (1, "e_b855")
+    # (105, 265) lies in the group box and its equal-area part e_be69 but not in e_71d6:
+    # the tie goes to e_be69 (earlier in released order), whose entity's canonical id is gold
+    rec = score_prediction('{"x": 105, "y": 265}', SVG, coordinate_frame="pixel")
+    assert (rec["status"], rec["predicted"], rec["scores"]["exact"]) == ("valid", {"target_id": "e_a497"}, 1)
+    assert rec["click"] == {"x_px": 105.0, "y_px": 265.0, "in_gold_box": True, "loose_hit": True,
+                            "class": "target", "hit_id": "e_be69"}
+    # edges are inclusive: the group's far corner (177, 337)
+    corner = score_prediction('{"x": 177, "y": 337}', SVG, coordinate_frame="pixel")
+    assert (corner["scores"]["exact"], corner["click"]["hit_id"]) == (1, "e_be69")
 
 
 def test_click_on_the_anchor_is_a_distractor():
-    rec = score_prediction('{"x": 300, "y": 60}', SVG, coordinate_frame="pixel")
+    rec = score_prediction('{"x": 140, "y": 140}', SVG, coordinate_frame="pixel")
     _check(rec)
-    assert rec["predicted"] == {"target_id": "e_58e5"}  # anchor part e_c4e8 -> the anchor's canonical id
+    assert rec["predicted"] == {"target_id": "e_5e04"}  # the anchor (a bare shape)
     assert rec["scores"] == {"candidate_valid": 1, "identity": 0, "attribute": 0, "anchor": 0, "relation": 0,
                              "exact": 0}
     assert rec["first_violation"] == "identity"
-    # 80 px from the gold centre, within 2 x 58 * sqrt(2) = 164.0 px: a loose hit, not in the box
-    assert rec["click"] == {"x_px": 300.0, "y_px": 60.0, "in_gold_box": False, "loose_hit": True,
-                            "class": "distractor", "hit_id": "e_c4e8"}
+    # 160 px from the gold centre, within 2 x 74 * sqrt(2) = 209.3 px: a loose hit, not in the box
+    assert rec["click"] == {"x_px": 140.0, "y_px": 140.0, "in_gold_box": False, "loose_hit": True,
+                            "class": "distractor", "hit_id": "e_5e04"}
 
 
 def test_click_in_empty_space_is_neither():
@@ -278,8 +278,8 @@ def test_click_in_empty_space_is_neither():
         "invalid", {"x": 420, "y": 340}, "click at (420, 340) px is in no candidate's box")
     assert rec["click"] == {"x_px": 420.0, "y_px": 340.0, "in_gold_box": False, "loose_hit": False,
                             "class": "neither", "hit_id": None}
-    # canvas draws only the inner square: (193, 33) is empty there, yet near the gold centre
-    rec = score_prediction('{"x": 193, "y": 33}', CANVAS, coordinate_frame="pixel")
+    # canvas draws only the body: (105, 265) is empty there, yet near the gold centre
+    rec = score_prediction('{"x": 105, "y": 265}', CANVAS, coordinate_frame="pixel")
     assert (rec["click"]["class"], rec["click"]["in_gold_box"], rec["click"]["loose_hit"]) == ("neither", False, True)
 
 
@@ -318,12 +318,12 @@ def test_click_on_a_text_format_is_invalid_with_reason():
 
 def test_click_summary_exact():
     clicks = [
-        ('{"x": 220, "y": 60}', "pixel"),     # target, in box
-        ("[0.5, 0.16666666666666666]", "unit"),  # target, in box
-        ('{"x": 300, "y": 60}', "pixel"),     # distractor, loose
+        ('{"x": 140, "y": 300}', "pixel"),     # target, in box
+        ("[0.3181818181818182, 0.8333333333333334]", "unit"),  # target, in box
+        ('{"x": 140, "y": 140}', "pixel"),     # distractor, loose
         ("[420, 340]", "pixel"),              # neither
         ('{"x": 441, "y": 10}', "pixel"),     # invalid: out of frame
-        ('{"x": 220, "y": 60}', None),        # invalid: no frame
+        ('{"x": 140, "y": 300}', None),        # invalid: no frame
     ]
     records = [score_prediction(t, SVG, coordinate_frame=f) for t, f in clicks]
     records.append(score_prediction('{"x": 0.5, "y": 0.5}', TABLE, coordinate_frame="unit"))  # invalid
@@ -382,20 +382,22 @@ def metric(tmp_path_factory):
 
 
 def test_metric_frames_per_batch_and_at_compute(metric):
-    metric.add_batch(predictions=["[0.5, 0.16666666666666666]"], references=[SVG], coordinate_frame="unit")
-    metric.add(prediction='{"point": [500, 166.66666666666666]}', reference=CANVAS, coordinate_frame="thousand")
-    metric.add_batch(predictions=['{"x": 220, "y": 60}'], references=[SVG])  # frame from compute()
-    result = metric.compute(predictions=['{"x": 193, "y": 33}', _ranking([OTHERS[0], "cell_r03_c01"])],
+    metric.add_batch(predictions=["[0.3181818181818182, 0.8333333333333334]"], references=[SVG],
+                     coordinate_frame="unit")
+    metric.add(prediction='{"point": [318.1818181818182, 833.3333333333334]}', reference=CANVAS,
+               coordinate_frame="thousand")
+    metric.add_batch(predictions=['{"x": 140, "y": 300}'], references=[SVG])  # frame from compute()
+    result = metric.compute(predictions=['{"x": 105, "y": 265}', _ranking([OTHERS[0], "cell_r03_c01"])],
                             references=[SVG, TABLE], coordinate_frame="pixel", return_per_case=True)
     per_case = result["per_case"]
     assert [r["click"]["class"] if r["kind"] == "click" else r["rank_of_gold"] for r in per_case] == [
         "target", "target", "target", "target", 2]
     assert result["click"]["n_clicks"] == 4 and result["click"]["n_in_box"] == 4
     assert result["ranking"]["recall_at_5"] == 1.0 and result["ranking"]["mrr"] == 0.5
-    expected = [score_prediction("[0.5, 0.16666666666666666]", SVG, "unit"),
-                score_prediction('{"point": [500, 166.66666666666666]}', CANVAS, "thousand"),
-                score_prediction('{"x": 220, "y": 60}', SVG, "pixel"),
-                score_prediction('{"x": 193, "y": 33}', SVG, "pixel"),
+    expected = [score_prediction("[0.3181818181818182, 0.8333333333333334]", SVG, "unit"),
+                score_prediction('{"point": [318.1818181818182, 833.3333333333334]}', CANVAS, "thousand"),
+                score_prediction('{"x": 140, "y": 300}', SVG, "pixel"),
+                score_prediction('{"x": 105, "y": 265}', SVG, "pixel"),
                 score_prediction(_ranking([OTHERS[0], "cell_r03_c01"]), TABLE)]
     assert per_case == expected
     json.dumps(result, allow_nan=False)

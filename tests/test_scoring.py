@@ -512,9 +512,9 @@ def test_relational_anchor_collapse_is_identity_first(cases):
 
 
 def test_relational_anchor_example_exact_vector(cases):
-    """broad_relational_0000: 'the blue circle in the same column above the blue diamond'; pick the diamond."""
+    """broad_relational_0000: 'the green square in the same column above the blue square'; pick the anchor."""
     rec, ref = _by_format(cases, "svg")[0]
-    assert rec.case.instruction == "Select the blue circle in the same column above the blue diamond."
+    assert rec.case.instruction == "Select the green square in the same column above the blue square."
     anchor = next(c for c in rec.case.candidates if c.meaning.entity == rec.case.target.anchor and c.meaning.canonical)
     out = _score({"target_id": anchor.candidate_id}, ref)
     assert out["scores"] == {"candidate_valid": 1, "identity": 0, "attribute": 0, "anchor": 0, "relation": 0,

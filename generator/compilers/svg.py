@@ -15,6 +15,13 @@ probability 0.3, and when the target is a group at least one other object is too
 group-ness never marks the target. Every element with an id is a candidate
 (``svg_element``, text ``""``); ids are opaque (``e_xxxx``), each appears exactly once in the
 document (its ``id`` attribute), and the inventory is a seeded shuffle.
+
+Visible structure (SPEC §6, issue 9): each candidate row carries the element's ``tag``
+(``g``, ``rect``, ``circle``, ``polygon``) and ``parent_id`` (the enclosing group's id for a
+child shape, else None), as a DOM inspector shows them. With the output contract "an object
+is denoted by the outermost element that draws it" (stated in the prompt,
+:data:`generator.prompt.FORMAT_CONTRACTS`), a group and its body child are told apart even
+where their boxes coincide, and choosing the child stays a decidable exact-only failure.
 """
 
 from __future__ import annotations
@@ -137,7 +144,8 @@ def compile_svg(latent: RelationalLatent, rng: random.Random) -> SurfaceCase:
             eid = next(ids)
             elements.append(svg_shape(body, _body_paint(obj), eid))
             candidates.append(
-                Candidate(eid, CANDIDATE_TYPE, "", object_meaning(obj), painted_bbox(body, BODY_STROKE))
+                Candidate(eid, CANDIDATE_TYPE, "", object_meaning(obj), painted_bbox(body, BODY_STROKE),
+                          tag=body[0])
             )
             continue
         gid, body_id, part_id = next(ids), next(ids), next(ids)
@@ -155,9 +163,11 @@ def compile_svg(latent: RelationalLatent, rng: random.Random) -> SurfaceCase:
             f'<g id="{gid}">{svg_shape(body, _body_paint(obj), body_id)}{svg_shape(part, part_paint, part_id)}</g>'
         )
         candidates += [
-            Candidate(gid, CANDIDATE_TYPE, "", object_meaning(obj), union_bbox([body_box, part_box])),
-            Candidate(body_id, CANDIDATE_TYPE, "", object_meaning(obj, f"{obj.entity}.part1"), body_box),
-            Candidate(part_id, CANDIDATE_TYPE, "", object_meaning(obj, f"{obj.entity}.part2"), part_box),
+            Candidate(gid, CANDIDATE_TYPE, "", object_meaning(obj), union_bbox([body_box, part_box]), tag="g"),
+            Candidate(body_id, CANDIDATE_TYPE, "", object_meaning(obj, f"{obj.entity}.part1"), body_box,
+                      tag=body[0], parent_id=gid),
+            Candidate(part_id, CANDIDATE_TYPE, "", object_meaning(obj, f"{obj.entity}.part2"), part_box,
+                      tag=part[0], parent_id=gid),
         ]
 
     rng.shuffle(candidates)

@@ -9,11 +9,14 @@ Correct by construction (SPEC §7 unique-gold and degeneracy gates):
 - the anchor is the only object with its (colour, shape);
 - exactly one object has the target (colour, shape) AND stands in the relation to the anchor
   (:func:`exbind_scoring.relation_holds`, the predicate the scorer uses);
-- at least one other object has the target (colour, shape) but fails the relation (the
-  same-attribute distractor; with probability 1/2 it sits on the opposite side of the anchor),
-  so the attributes alone never single out the target;
-- one object with other attributes stands in the relation (the relation decoy; half the time
-  it shares the target's colour or shape).
+- the relation is necessary (CLEVR-style degeneracy): a same-attribute distractor stands on
+  the opposite side of the anchor on the same axis (same column for above/below, same row
+  for left/right), so with the direction word removed ("the red circle in the same column
+  as the blue square") at least two objects fit and only the direction decides. The
+  (anchor, target, distractor) cells are drawn uniformly from all valid triples, so the
+  target is nearer to the anchor as often as the distractor is;
+- when the anchor's ray has a free cell, one object with other attributes stands in the
+  relation (the relation decoy; half the time it shares the target's colour or shape).
 
 Entities are ``f"{latent_id}_obj{k}"`` with ``k`` from 1, numbered in a seeded shuffle, so the
 index says nothing about the role. The vocabularies and instruction templates are data
@@ -45,8 +48,8 @@ TEMPLATES: tuple[str, ...] = tuple(DATA["templates"])
 N_OBJECTS_MIN: int = DATA["n_objects"]["min"]
 N_OBJECTS_MAX: int = DATA["n_objects"]["max"]
 
-# The opposite relation word: where the same-attribute distractor is preferably put.
-_OPPOSITE = {"above": "below", "below": "above", "left_of": "right_of", "right_of": "left_of"}
+# The opposite relation word: where the same-attribute distractor is put (SPEC §7 degeneracy).
+OPPOSITE: dict[str, str] = {"above": "below", "below": "above", "left_of": "right_of", "right_of": "left_of"}
 
 
 @dataclass(frozen=True)
@@ -147,12 +150,28 @@ def _pick_attrs(rng: random.Random, exclude: Iterable[tuple[str, str]]) -> tuple
 def balance_for_slot(slot: int) -> tuple[str, int]:
     """Deterministic (relation, template) for a case slot.
 
-    Templates cycle with period ``len(TEMPLATES)``; the relation cycles with period 4 and
-    shifts by one per template cycle, so every 4 consecutive slots cover the 4 relations and
-    every (template, relation) pair appears within ``4 * len(TEMPLATES)`` slots.
+    Broad relational latents alternate: even slots compile to svg and canvas, odd slots to
+    canvas only. Both fields are therefore driven by the pair index ``p = slot // 2``:
+    template ``p % len(TEMPLATES)`` (so the svg rows, even slots, see every template, and
+    the canvas rows see each template twice per cycle) and relation
+    ``RELATIONS[(p + p // len(TEMPLATES) + 2 * (slot % 2)) % 4]`` (every 4 consecutive pairs
+    cover the 4 relations; the shift by ``p // len(TEMPLATES)`` makes every (template,
+    relation) pair appear within ``4 * len(TEMPLATES)`` even slots; odd slots are offset by
+    two so the canvas-only latent of a pair asks the opposite direction).
     """
     n_t = len(TEMPLATES)
-    return RELATIONS[(slot + slot // n_t) % len(RELATIONS)], slot % n_t
+    pair = slot // 2
+    return RELATIONS[(pair + pair // n_t + 2 * (slot % 2)) % len(RELATIONS)], pair % n_t
+
+
+def relation_triples(relation: str) -> list[tuple[tuple[int, int], tuple[int, int], tuple[int, int]]]:
+    """Every (anchor, target, distractor) cell triple of the relation-necessity rule.
+
+    The target stands in ``relation`` to the anchor and the same-attribute distractor in
+    ``OPPOSITE[relation]`` (same axis, other side), so dropping the direction word leaves
+    both fitting. Row-major order; the sampler draws one uniformly.
+    """
+    return [(a, t, d) for a in _cells() for t in _ray(relation, a) for d in _ray(OPPOSITE[relation], a)]
 
 
 def sample(rng: random.Random, latent_id: str, condition: Optional[str], slot: int) -> RelationalLatent:
@@ -174,17 +193,11 @@ def sample(rng: random.Random, latent_id: str, condition: Optional[str], slot: i
     relation, template = balance_for_slot(slot)
     n_objects = rng.randint(N_OBJECTS_MIN, N_OBJECTS_MAX)
 
-    # Anchor with room for the target and a relation decoy on its ray.
-    anchor_pos = rng.choice([p for p in _cells() if len(_ray(relation, p)) >= 2])
+    # Anchor, target and opposite-side same-attribute distractor (relation necessity).
+    anchor_pos, target_pos, distractor_pos = rng.choice(relation_triples(relation))
     ray = _ray(relation, anchor_pos)
-    target_pos = rng.choice(ray)
-    decoy_pos = rng.choice([p for p in ray if p != target_pos])
-    off_ray = [p for p in _cells() if p != anchor_pos and p not in ray]
-    opposite = [p for p in off_ray if relation_holds(_OPPOSITE[relation], p, anchor_pos)]
-    if opposite and rng.random() < 0.5:
-        distractor_pos = rng.choice(opposite)
-    else:
-        distractor_pos = rng.choice(off_ray)
+    decoy_room = [p for p in ray if p != target_pos]
+    decoy_pos = rng.choice(decoy_room) if decoy_room else None
 
     target_attrs = (rng.choice(COLOR_NAMES), rng.choice(SHAPES))
     anchor_attrs = _pick_attrs(rng, [target_attrs])
@@ -201,9 +214,10 @@ def sample(rng: random.Random, latent_id: str, condition: Optional[str], slot: i
     placed: list[tuple[str, tuple[str, str], tuple[int, int]]] = [
         ("target", target_attrs, target_pos),
         ("anchor", anchor_attrs, anchor_pos),
-        ("decoy", decoy_attrs, decoy_pos),
         ("distractor", target_attrs, distractor_pos),
     ]
+    if decoy_pos is not None:
+        placed.append(("decoy", decoy_attrs, decoy_pos))
     used = {p for _, _, p in placed}
     free = [p for p in _cells() if p not in used]
     for pos in rng.sample(free, n_objects - len(placed)):
@@ -228,6 +242,7 @@ def sample(rng: random.Random, latent_id: str, condition: Optional[str], slot: i
         target_grouped=(slot // 2) % 2 == 1,
     )
     assert len(objects_satisfying(latent)) == 1 and not target_identifiable_by_attributes(latent)
+    assert len(objects_fitting_without_direction(latent)) >= 2
     return latent
 
 
@@ -250,6 +265,24 @@ def objects_satisfying(latent: RelationalLatent) -> list[SceneObject]:
         if o.entity != a.entity
         and o.attributes == t.attributes
         and relation_holds(latent.relation, o.position, a.position)
+    ]
+
+
+def objects_fitting_without_direction(latent: RelationalLatent) -> list[SceneObject]:
+    """Objects that fit the instruction with the direction word removed (SPEC §7 degeneracy).
+
+    "the red circle in the same column as the blue square": the target's attributes on the
+    relation's axis, either side of the anchor (:func:`exbind_scoring.relation_holds` with
+    the relation or its ``OPPOSITE``). The sampler guarantees at least two, so the direction
+    word is necessary.
+    """
+    t, a = latent.target, latent.anchor
+    return [
+        o
+        for o in latent.objects
+        if o.entity != a.entity
+        and o.attributes == t.attributes
+        and any(relation_holds(r, o.position, a.position) for r in (latent.relation, OPPOSITE[latent.relation]))
     ]
 
 
