@@ -17,7 +17,7 @@ from exbind_scoring import relation_holds, score_prediction
 from generator import gates
 from generator.families.relational import OPPOSITE
 from generator.prompt import FORMAT_CONTRACTS
-from generator.release import broad_plans, generate_latent
+from composition.release import broad_plans, generate_latent
 from generator.visible_oracle import relational as vo
 from generator.visible_oracle import visible_answer
 
