@@ -27,7 +27,7 @@ import pytest
 
 import publishing.export as export_mod
 from exbind import ExBind, main
-from generator import swap
+from publishing import swap
 from publishing.export import BuildInterrupted, export_release, verify_manifest
 from publishing.swap import (MANIFEST_NAME, ExportBusyError, ExportPathError, check_export_target, clean_stale,
                             export_lock, install, make_staging_dir)
@@ -184,7 +184,7 @@ _KILL_SCRIPT = textwrap.dedent("""
     import hashlib, json, os, signal, sys
     sys.path.insert(0, {repo!r})
     from pathlib import Path
-    from generator import swap
+    from publishing import swap
     from publishing.swap import MANIFEST_NAME
     out, step, fallback = Path(sys.argv[1]), sys.argv[2], sys.argv[3] == "1"
     print(os.getpid(), flush=True)
