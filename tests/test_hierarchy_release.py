@@ -29,22 +29,25 @@ def _shape(row):
 
 
 def test_targeted_depths_keep_candidate_counts_comparable(rows):
-    sizes, skeletons = defaultdict(list), defaultdict(set)
+    sizes, skeletons, skeletons_all = defaultdict(list), defaultdict(set), defaultdict(list)
     for r in rows["targeted_hierarchy"]:
         depth, skeleton, n = _shape(r)
         assert depth == int(r["condition"][-1])
         sizes[r["condition"]].append(n)
         skeletons[r["condition"]].add(skeleton)
+        skeletons_all[r["condition"]].append(skeleton)
     medians = {c: statistics.median(sizes[c]) for c in DEPTHS}
-    assert medians == {"depth_2": 45, "depth_3": 46, "depth_4": 48}
-    assert round(max(medians.values()) / min(medians.values()), 3) == 1.067 <= 1.2
+    assert medians == {"depth_2": 42, "depth_3": 46, "depth_4": 48}
+    assert round(max(medians.values()) / min(medians.values()), 3) == 1.143 <= 1.2
     assert {c: (min(sizes[c]), max(sizes[c])) for c in DEPTHS} == {
-        "depth_2": (36, 52), "depth_3": (38, 48), "depth_4": (44, 52)}
-    assert {c: len(skeletons[c]) for c in DEPTHS} == {"depth_2": 4, "depth_3": 13, "depth_4": 11}
+        "depth_2": (34, 50), "depth_3": (38, 48), "depth_4": (44, 52)}
+    assert {c: len(skeletons[c]) for c in DEPTHS} == {"depth_2": 3, "depth_3": 12, "depth_4": 11}
+    # the module (group) count does not vary with depth either: two modules in every case
+    assert {c: Counter(s[0] for s in skeletons_all[c]) for c in DEPTHS} == {c: {2: 40} for c in DEPTHS}
     # random-candidate expectation (mean 1/|C|) per condition and over the hierarchy suite
     chance = {c: round(statistics.mean(1 / n for n in sizes[c]), 4) for c in DEPTHS}
-    assert chance == {"depth_2": 0.0241, "depth_3": 0.0234, "depth_4": 0.021}
-    assert round(statistics.mean(1 / n for c in DEPTHS for n in sizes[c]), 4) == 0.0228
+    assert chance == {"depth_2": 0.0244, "depth_3": 0.0234, "depth_4": 0.021}
+    assert round(statistics.mean(1 / n for c in DEPTHS for n in sizes[c]), 4) == 0.023
 
 
 def test_dom_rows_cover_the_depths_of_tree_rows(rows):
@@ -97,12 +100,16 @@ def _shortcuts(row) -> dict[str, str]:
     deepest = max(len(indent) for indent, *_ in lines)
     kind = "port" if " port" in row["instruction"] else "block"
     role = "input" if " input " in row["instruction"] else "output"
+    module_start = next(n for n, (_, _, k, rest) in enumerate(lines)
+                        if k == "module" and rest.strip('"') in row["instruction"])
     return {
         "first_candidate": ids[0],
         "last_candidate": ids[-1],
         "deepest_in_source": next(i for indent, i, _, _ in lines if len(indent) == deepest),
         "first_of_kind": next(i for _, i, k, _ in lines if k == kind),
         "first_of_kind_and_role": next(i for _, i, k, rest in lines if k == kind and rest == role),
+        "named_module_first_of_kind_and_role": next(
+            i for _, i, k, rest in lines[module_start:] if k == kind and rest == role),
     }
 
 
@@ -114,9 +121,10 @@ def test_shortcut_programs_stay_near_chance_on_targeted_hierarchy(rows):
             hits[name][r["condition"]] += pred == gold
     per_condition = {name: [c[d] for d in DEPTHS] for name, c in hits.items()}
     assert per_condition == {
-        "first_candidate": [1, 0, 2],  # 3/120 = 0.025 (random expectation 0.023)
+        "first_candidate": [2, 0, 2],  # 4/120 = 0.033 (random expectation 0.023)
         "last_candidate": [0, 0, 0],
-        "deepest_in_source": [2, 3, 2],  # the first port in the source: 7/120 = 0.058
-        "first_of_kind": [2, 3, 2],
-        "first_of_kind_and_role": [3, 3, 6],  # uses the role word: 12/120 = 0.100
+        "deepest_in_source": [2, 4, 2],  # the first port in the source: 8/120 = 0.067
+        "first_of_kind": [2, 4, 2],
+        "first_of_kind_and_role": [5, 4, 6],  # uses the role word: 15/120 = 0.125
+        "named_module_first_of_kind_and_role": [8, 11, 8],  # reads all but the path: 27/120 = 0.225
     }

@@ -1,6 +1,6 @@
 """Hierarchy latent family: repeated-module hierarchies (paper §3-4, Tables 4-5; SPEC §3-4, §6-7).
 
-A latent instance is a design of 2-5 *modules* (the groups) that share one identical internal
+A latent instance is a design of *modules* (the groups) that share one identical internal
 structure, so every slot (same ordinal path, role and kind) exists once in every module. Below
 the module sit nested containers and leaf blocks; every block carries one input and one output
 port and one role-less parameter node (document order: input, output, param)::
@@ -8,6 +8,13 @@ port and one role-less parameter node (document order: input, output, param)::
     depth 2:  module > block > port | param
     depth 3:  module > stage > block > port | param
     depth 4:  module > unit > stage > block > port | param
+
+Depth conditions do not confound depth with inventory size (SPEC §6): every depth draws its
+skeleton from the same ``candidate_window`` of total node counts (34-52), with the same module
+count (two), and breadth shrinks as depth grows (children per container: depth 2, 4-6 blocks;
+depth 3, 2-3 stages of 1-3 blocks; depth 4, 2 units of 1-2 stages of 1-2 blocks). Every level
+of a skeleton branches (:func:`branches_at_every_level`), so no ordinal of a path is trivial
+everywhere.
 
 The parameter node (kind ``"param"``, role None, its block's path, visible label the block's
 parameter name from ``block_params``) is the one node that shares a *block* target's group, path
@@ -255,7 +262,7 @@ def sample(rng: random.Random, latent_id: str, condition: Optional[str], slot: i
 
     Returns:
         A :class:`HierarchyLatent` whose total node count stays within the depth's
-        ``candidate_window`` (36-52 nodes at every depth: breadth shrinks as depth grows) and
+        ``candidate_window`` (34-52 nodes at every depth: breadth shrinks as depth grows) and
         whose skeleton branches at every level (:func:`branches_at_every_level`).
 
     Raises:
