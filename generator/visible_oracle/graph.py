@@ -14,7 +14,7 @@ import re
 from typing import Optional
 
 from generator.families.graph import load_data
-from generator.visible_oracle.template_match import alternatives, output_keys, read_instruction
+from generator.visible_oracle.template_match import ANY_TEXT, output_keys, read_instruction
 
 _NODE_LINE = re.compile(r'^node (?P<id>\S+) "(?P<name>[^"]*)"$')
 _EDGE_LINE = re.compile(r"^(?P<source>\S+) -> (?P<target>\S+) \[(?P<label>[^\]]*)\]$")
@@ -61,11 +61,13 @@ def solve(view: dict, image) -> dict | None:
     if parsed is None:
         return None
     names, edges = parsed
-    fields = {"source": alternatives(names.values()), "target": alternatives(names.values()),
-              "label": alternatives(label for _, _, label in edges)}
+    fields = {"source": ANY_TEXT, "target": ANY_TEXT, "label": ANY_TEXT}
     templates = [(pool, t) for pool, ts in load_data()["instructions"].items() for t in ts]
+    shown_names, shown_labels = set(names.values()), {label for _, _, label in edges}
     answers = set()
     for _, values in read_instruction(instruction, templates, fields):
+        if not ({values["source"], values["target"]} <= shown_names and values["label"] in shown_labels):
+            continue
         hits = [(s, t) for s, t, label in edges
                 if names[s] == values["source"] and names[t] == values["target"] and label == values["label"]]
         answers.add(hits[0] if len(hits) == 1 else None)

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from html.parser import HTMLParser
 from typing import Optional
 
 from generator.families.hierarchy import vocabulary
-from generator.visible_oracle.template_match import alternatives, output_keys, read_instruction
+from generator.visible_oracle.template_match import ANY_TEXT, alternatives, output_keys, read_instruction
 
 # Tree outline line: indent, [id], label (generator/compilers/tree.py writes this form).
 _TREE_LINE = re.compile(r'^(?P<indent> *)\[(?P<id>[^\]\s]+)\] (?P<label>.*)$')
@@ -124,10 +125,15 @@ def parse_dom(source: str) -> Optional[list[VisibleNode]]:
     return reader.roots
 
 
-def _walk(nodes: list[VisibleNode]):
-    for node in nodes:
-        yield node
-        yield from _walk(node.children)
+def _walk(nodes: list[VisibleNode]) -> list[VisibleNode]:
+    """Every node under ``nodes`` in document (pre-)order."""
+    out: list[VisibleNode] = []
+    stack = list(reversed(nodes))
+    while stack:
+        node = stack.pop()
+        out.append(node)
+        stack.extend(reversed(node.children))
+    return out
 
 
 def _templates():
@@ -138,10 +144,22 @@ def _templates():
                 yield (kind, depth), template
 
 
-def _resolve(roots: list[VisibleNode], kind: str, depth: str, values: dict) -> Optional[str]:
+@lru_cache(maxsize=1)
+def _fields() -> dict:
+    """Placeholder regexes: any text for the module name (checked against the source after
+    matching), the public roles and ordinals, and numbers."""
+    vocab = vocabulary()
+    fields = {"group": ANY_TEXT, "role": alternatives(vocab["roles"])}
+    for level in {lvl for d in vocab["depths"].values() for lvl in d["levels"][1:]}:
+        fields[f"{level}_ord"] = alternatives(vocab["ordinals"])
+        fields[f"{level}_num"] = r"[1-9][0-9]*"
+    return fields
+
+
+def _resolve(all_modules: list[VisibleNode], kind: str, depth: str, values: dict) -> Optional[str]:
     """The id of the one node the parsed instruction names, or None."""
     vocab = vocabulary()
-    modules = [n for n in _walk(roots) if n.kind == "module" and n.name == values["group"]]
+    modules = [n for n in all_modules if n.name == values["group"]]
     if len(modules) != 1:
         return None
     node = modules[0]
@@ -181,14 +199,11 @@ def solve(view: dict, image) -> dict | None:
     roots = parse_dom(source) if view.get("format") == "dom" else parse_tree_outline(source)
     if not roots:
         return None
-    vocab = vocabulary()
-    names = [n.name for n in _walk(roots) if n.kind == "module" and n.name]
-    fields = {"group": alternatives(names), "role": alternatives(vocab["roles"])}
-    for level in {lvl for d in vocab["depths"].values() for lvl in d["levels"][1:]}:
-        fields[f"{level}_ord"] = alternatives(vocab["ordinals"])
-        fields[f"{level}_num"] = r"[1-9][0-9]*"
-    answers = {_resolve(roots, kind, depth, values)
-               for (kind, depth), values in read_instruction(instruction, _templates(), fields)}
+    modules = [n for n in _walk(roots) if n.kind == "module"]
+    names = {n.name for n in modules if n.name}
+    readings = [(tag, values) for tag, values in read_instruction(instruction, _templates(), _fields())
+                if values["group"] in names]
+    answers = {_resolve(modules, kind, depth, values) for (kind, depth), values in readings}
     candidate_ids = {c.get("candidate_id") for c in view.get("candidates") or []}
     if len(answers) != 1 or None in answers or not answers <= candidate_ids:
         return None

@@ -1,14 +1,15 @@
 """Reading an instruction back through the public instruction templates (visible oracle).
 
 The instruction templates ship with the release (``generator/data/*.json``), so a careful
-reader may use them: each template becomes a regular expression whose placeholders match
-only values that the observation shows (module names, node names, edge labels) or that the
-public vocabulary lists (roles, ordinals, numbers).
+reader may use them: each template becomes a regular expression (compiled once) whose
+placeholders match any text (names, labels) or what the public vocabulary lists (roles,
+ordinals, numbers); the solver then keeps only readings whose values the observation shows.
 """
 
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Iterable, Mapping, Optional
 
 _PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
@@ -19,6 +20,9 @@ def alternatives(values: Iterable[str]) -> str:
     (matches nothing) when ``values`` is empty."""
     vals = sorted({v for v in values if v}, key=lambda v: (-len(v), v))
     return "|".join(re.escape(v) for v in vals) if vals else "(?!)"
+
+
+ANY_TEXT = r".+?"
 
 
 def template_pattern(template: str, fields: Mapping[str, str]) -> Optional[re.Pattern]:
@@ -32,8 +36,15 @@ def template_pattern(template: str, fields: Mapping[str, str]) -> Optional[re.Pa
 
     Returns:
         The compiled pattern, or ``None`` when the template uses a placeholder that
-        ``fields`` does not describe (that template cannot be read back).
+        ``fields`` does not describe (that template cannot be read back). Compiled patterns
+        are cached by (template, fields).
     """
+    return _compiled(template, tuple(sorted(fields.items())))
+
+
+@lru_cache(maxsize=1024)
+def _compiled(template: str, fields_items: tuple) -> Optional[re.Pattern]:
+    fields = dict(fields_items)
     parts: list[str] = []
     seen: set[str] = set()
     pos = 0
