@@ -128,3 +128,23 @@ def test_shortcut_programs_stay_near_chance_on_targeted_hierarchy(rows):
         "first_of_kind_and_role": [5, 4, 6],  # uses the role word: 15/120 = 0.125
         "named_module_first_of_kind_and_role": [8, 11, 8],  # reads all but the path: 27/120 = 0.225
     }
+
+
+def test_build_checks_hierarchy_depth_balance(export_dir):
+    from generator.export import MANIFEST_NAME
+
+    check = json.loads((export_dir / MANIFEST_NAME).read_text())["suite_checks"]["hierarchy_depth_balance"]
+    assert check == {"passed": True, "median_candidates": {"depth_2": 42, "depth_3": 46, "depth_4": 48},
+                     "median_ratio": 1.143, "skeletons": {"depth_2": 3, "depth_3": 12, "depth_4": 11},
+                     "depths": {"tree": [2, 3, 4], "dom": [2, 3, 4]}}
+
+
+def test_depth_balance_check_fails_on_a_small_unpaired_suite():
+    from generator.release import generate_latent, hierarchy_depth_balance, targeted_plans
+
+    plans = [p for p in targeted_plans() if p.family == "hierarchy" and p.slot < 2]
+    check = hierarchy_depth_balance([], [generate_latent(p) for p in plans])
+    # two cases per condition: every criterion fails (median ratio, skeletons, dom depths)
+    assert check == {"passed": False, "median_candidates": {"depth_2": 38, "depth_3": 46, "depth_4": 48},
+                     "median_ratio": 1.263, "skeletons": {"depth_2": 2, "depth_3": 1, "depth_4": 2},
+                     "depths": {"tree": [2, 3, 4], "dom": []}}
