@@ -253,6 +253,46 @@ def release_label(variant: Optional[dict]) -> str:
     return f"{RELEASE_VERSION}+seed.{seed}.scale.{variant['scale']}"
 
 
+MAX_DEPTH_MEDIAN_RATIO = 1.2
+MIN_SKELETONS_PER_DEPTH = 3
+
+
+def hierarchy_depth_balance(broad: list[GeneratedLatent], targeted: list[GeneratedLatent]) -> dict:
+    """Suite-level check of the hierarchy depth conditions (SPEC §6; issue 9 item 4).
+
+    Passes when the median candidate counts of the targeted depth conditions are within
+    :data:`MAX_DEPTH_MEDIAN_RATIO` of each other (max / min), every condition has at least
+    :data:`MIN_SKELETONS_PER_DEPTH` distinct skeletons (levels, module count, block paths),
+    and the broad dom rows cover the same depths as the tree rows of both suites.
+
+    Returns:
+        ``{"passed", "median_candidates": {condition: median}, "median_ratio",
+        "skeletons": {condition: count}, "depths": {"tree": [...], "dom": [...]}}``.
+    """
+    import statistics
+
+    sizes: dict = {}
+    skeletons: dict = {}
+    for g in targeted:
+        if g.plan.family != "hierarchy":
+            continue
+        case = g.records[0].case
+        sizes.setdefault(g.plan.condition, []).append(len(case.candidates))
+        blocks = tuple(sorted({c.meaning.path for c in case.candidates if c.meaning.kind == "block"}))
+        skeletons.setdefault(g.plan.condition, set()).add((len({c.meaning.group for c in case.candidates}), blocks))
+    depths: dict = {"tree": set(), "dom": set()}
+    for g in broad + targeted:
+        for rec in g.records if g.plan.family == "hierarchy" else ():
+            depths[rec.case.format].add(1 + len(rec.case.target.path))
+    medians = {c: statistics.median(v) for c, v in sorted(sizes.items())}
+    ratio = max(medians.values()) / min(medians.values()) if medians else None
+    counts = {c: len(v) for c, v in sorted(skeletons.items())}
+    passed = (ratio is not None and ratio <= MAX_DEPTH_MEDIAN_RATIO
+              and min(counts.values()) >= MIN_SKELETONS_PER_DEPTH and depths["dom"] == depths["tree"])
+    return {"passed": bool(passed), "median_candidates": medians, "median_ratio": round(ratio, 3) if ratio else None,
+            "skeletons": counts, "depths": {k: sorted(v) for k, v in depths.items()}}
+
+
 @dataclass
 class Release:
     """Every config's records plus the gate and check tables for the manifest.
@@ -350,6 +390,7 @@ def build_release(processes: Optional[int] = None, progress=None, broad_seed: in
                 references([g for g in targeted if g.plan.family == "hierarchy"])),
         },
         "visible_oracle": {name: gates.visible_oracle_check(recs) for name, recs in configs.items()},
+        "hierarchy_depth_balance": hierarchy_depth_balance(broad, targeted),
         "balance_targeted_table": gates.balance_check([
             {"condition": g.plan.condition, "template": g.template, "column": g.records[0].case.target.column}
             for g in targeted if g.plan.family == "table"
@@ -361,6 +402,7 @@ def build_release(processes: Optional[int] = None, progress=None, broad_seed: in
                                          ("gold_rank_variation/targeted_hierarchy",
                                           checks["gold_rank_variation"]["targeted_hierarchy"]),
                                          ("balance_targeted_table", checks["balance_targeted_table"]),
+                                         ("hierarchy_depth_balance", checks["hierarchy_depth_balance"]),
                                          *((f"visible_oracle/{name}", check)
                                            for name, check in checks["visible_oracle"].items()))
                 if not check["passed"]]

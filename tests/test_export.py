@@ -50,7 +50,7 @@ def test_gate_tables_match_paper_table_6_form(export_dir):
     assert t["unique_gold"] == {"passed": 240, "n": 240}
     assert (t["structural_oracle"], t["target_id_leakage"], t["lexical_only"], t["type_only"]) == (1.0, 0.0, 0.0, 0.0)
     assert (t["accepted"], t["attempted"], t["rejected"], t["accepted_records"]) == (240, 240, {}, 240)
-    assert round(t["random_expectation"], 3) == 0.026
+    assert round(t["random_expectation"], 3) == 0.029
     b = gates["broad"]
     assert b["unique_gold"] == {"passed": 250, "n": 250}
     assert (b["structural_oracle"], b["target_id_leakage"], b["type_only"]) == (1.0, 0.0, 0.0)

@@ -44,44 +44,45 @@ def _type_only_solves(case) -> bool:
 def test_fixed_seed_latent():
     lat = _fixed_latent()
     assert lat.levels == ("module", "stage", "block")
-    assert lat.module_names == ("Module E", "Module F", "Module G")
-    assert lat.block_paths == ((1, 1), (1, 2), (2, 1), (2, 2))
-    assert lat.block_names == ("filter", "scaler", "merger", "cache")
-    assert (lat.target_module, lat.target_path, lat.target_kind, lat.target_role) == (2, (2, 1), "port", "output")
-    assert lat.target_semantic_id() == "hier_t_0003_m2.s2.b1.out"
-    assert h.instruction(lat) == "In Module F, pick the output port of the first block of stage 2."
-    assert len(h.nodes(lat)) == 57 == 3 * h.nodes_per_module(lat.block_paths)
+    assert lat.module_names == ("Module Onyx", "Module Falcon")
+    assert lat.block_paths == ((1, 1), (1, 2), (2, 1), (3, 1))
+    assert lat.block_names == ("divider", "encoder", "limiter", "parser")
+    assert (lat.target_module, lat.target_path, lat.target_kind, lat.target_role) == (1, (3, 1), "port", "output")
+    assert lat.target_semantic_id() == "hier_t_0003_m1.s3.b1.out"
+    assert h.instruction(lat) == "In Module Onyx, pick the output port of the first block of stage 3."
+    assert len(h.nodes(lat)) == 40 == 2 * h.nodes_per_module(lat.block_paths)
+    assert lat.skeleton() == (("module", "stage", "block"), 2, ((1, 1), (1, 2), (2, 1), (3, 1)))
 
 
 def test_fixed_seed_tree():
     case = compile_tree(_fixed_latent(), random.Random(11))
     assert (case.format, case.source_type) == ("tree", "tree_outline")
-    assert case.gold() == {"target_id": "n_3318"}
-    assert len(case.candidates) == 57
-    assert [c.candidate_id for c in case.candidates[:3]] == ["n_3318", "n_3146", "n_1ce5"]
+    assert case.gold() == {"target_id": "n_ef56"}
+    assert len(case.candidates) == 40
+    assert [c.candidate_id for c in case.candidates[:3]] == ["n_e80a", "n_7301", "n_2670"]
     assert case.source.splitlines()[:6] == [
-        '[n_eee6] module "Module E"',
+        '[n_eee6] module "Module Onyx"',
         "  [n_5f53] stage",
-        '    [n_e942] block "filter"',
+        '    [n_e942] block "divider"',
         "      [n_1ce5] port input",
         "      [n_0211] port output",
-        '      [n_670e] param "cutoff"',
+        '      [n_670e] param "ratio"',
     ]
-    gold = case.candidate_by_semantic_id("hier_t_0003_m2.s2.b1.out")
+    gold = case.candidate_by_semantic_id("hier_t_0003_m1.s3.b1.out")
     assert gold.text == "port output" and gold.candidate_type == "tree_node"
-    assert gold.meaning.group == "hier_t_0003_m2" and gold.meaning.path == (2, 1)
-    assert "[n_3318] port output" in case.source
+    assert gold.meaning.group == "hier_t_0003_m1" and gold.meaning.path == (3, 1)
+    assert "[n_ef56] port output" in case.source
     module = case.candidate_by_semantic_id("hier_t_0003_m2")
-    assert module.text == 'module "Module F"'
-    assert module.meaning.attributes == (("name", "Module F"),) and module.meaning.path == ()
+    assert module.text == 'module "Module Falcon"'
+    assert module.meaning.attributes == (("name", "Module Falcon"),) and module.meaning.path == ()
     block = case.candidate_by_semantic_id("hier_t_0003_m2.s2.b1")
-    assert block.text == 'block "merger"' and block.meaning.role is None and block.meaning.kind == "block"
+    assert block.text == 'block "limiter"' and block.meaning.role is None and block.meaning.kind == "block"
     param = case.candidate_by_semantic_id("hier_t_0003_m2.s2.b1.param")
-    assert param.text == 'param "lanes"' and param.candidate_type == "tree_node"
+    assert param.text == 'param "ceiling"' and param.candidate_type == "tree_node"
     assert (param.meaning.group, param.meaning.path, param.meaning.role, param.meaning.kind) == (
         "hier_t_0003_m2", (2, 1), None, "param")
-    assert param.meaning.attributes == (("name", "lanes"),)
-    assert f"[{param.candidate_id}] param \"lanes\"" in case.source
+    assert param.meaning.attributes == (("name", "ceiling"),)
+    assert f"[{param.candidate_id}] param \"ceiling\"" in case.source
     stage = case.candidate_by_semantic_id("hier_t_0003_m2.s2")
     assert stage.text == "stage" and stage.meaning.path == (2,) and stage.meaning.attributes == ()
 
@@ -89,40 +90,56 @@ def test_fixed_seed_tree():
 def test_fixed_seed_dom():
     case = compile_dom(_fixed_latent(), random.Random(12))
     assert (case.format, case.source_type) == ("dom", "html_dom")
-    assert case.gold() == {"dom_id": "d_48d4"}
-    assert '<span id="d_48d4" class="port" data-role="output">out</span>' in case.source
+    assert case.gold() == {"dom_id": "d_81d8"}
+    assert '<span id="d_81d8" class="port" data-role="output">out</span>' in case.source
     texts = {c.meaning.kind: set() for c in case.candidates}
     for c in case.candidates:
         texts[c.meaning.kind].add(c.text)
     assert texts == {
-        "module": {"Module E", "Module F", "Module G"},
+        "module": {"Module Onyx", "Module Falcon"},
         "stage": {""},
-        "block": {"filter", "scaler", "merger", "cache"},
+        "block": {"divider", "encoder", "limiter", "parser"},
         "port": {"in", "out"},
-        "param": {"cutoff", "factor", "lanes", "ways"},
+        "param": {"ratio", "codec", "ceiling", "syntax"},
     }
     param = case.candidate_by_semantic_id("hier_t_0003_m2.s2.b1.param")
-    assert f'<span id="{param.candidate_id}" class="param">lanes</span>' in case.source
-    # nesting mirrors the latent: 3 sections; wrapper + 6 stage divs + 12 block divs, all closed;
+    assert f'<span id="{param.candidate_id}" class="param">ceiling</span>' in case.source
+    # nesting mirrors the latent: 2 sections; wrapper + 6 stage divs + 8 block divs, all closed;
     # each block holds two port spans and one param span
-    assert case.source.count("<section ") == case.source.count("</section>") == 3
-    assert case.source.count("<div ") == case.source.count("</div>") == 1 + 6 + 12
-    assert case.source.count('class="stage"') == 6 and case.source.count('class="block"') == 12
-    assert case.source.count("<span ") == 36 and case.source.count('class="param"') == 12
+    assert case.source.count("<section ") == case.source.count("</section>") == 2
+    assert case.source.count("<div ") == case.source.count("</div>") == 1 + 6 + 8
+    assert case.source.count('class="stage"') == 6 and case.source.count('class="block"') == 8
+    assert case.source.count("<span ") == 24 and case.source.count('class="param"') == 8
 
 
 def test_targeted_balance_and_sizes():
-    for cond, depth, sizes in (("depth_2", 2, range(27, 53)), ("depth_3", 3, range(57, 82)), ("depth_4", 4, {117})):
+    # one candidate window at every depth; fewer modules as depth grows; every level branches
+    for cond, depth in (("depth_2", 2), ("depth_3", 3), ("depth_4", 4)):
         lats = [h.sample(random.Random(1000 + slot), f"hier_{slot}", cond, slot) for slot in range(40)]
         assert {lat.depth for lat in lats} == {depth}
-        assert all(len(h.nodes(lat)) in sizes for lat in lats)
+        assert all(34 <= len(h.nodes(lat)) <= 52 for lat in lats)
+        assert {len(lat.module_names) for lat in lats} == {2}
+        assert all(h.branches_at_every_level(lat.block_paths) for lat in lats)
+        widest = 6 if depth == 2 else 3  # children per container: 4-6 blocks at depth 2, <= 3 deeper
+        assert all(max(p) <= widest for lat in lats for p in lat.block_paths)
         assert all(lat.target_kind == "port" for lat in lats)
         assert sum(lat.target_role == "input" for lat in lats) == 20
         counts = [sum(lat.template_index == t for lat in lats) for t in range(5)]
         assert counts == [8, 8, 8, 8, 8]
     broad = [h.sample(random.Random(slot), f"hier_b{slot}", None, slot) for slot in range(50)]
-    assert sum(lat.depth == 2 for lat in broad) == 25
+    assert [sum(lat.depth == d for lat in broad) for d in (2, 3, 4)] == [18, 16, 16]
+    # even slots (tree + dom) cover every depth as the odd (tree-only) slots do
+    assert [sum(lat.depth == d for lat in broad[::2]) for d in (2, 3, 4)] == [9, 8, 8]
     assert sum(lat.target_kind == "block" for lat in broad) == 10
+
+
+def test_branches_at_every_level():
+    assert h.branches_at_every_level(((1,), (2,)))
+    assert not h.branches_at_every_level(((1,),))
+    assert h.branches_at_every_level(((1, 1), (1, 2), (2, 1)))
+    assert not h.branches_at_every_level(((1, 1), (2, 1)))  # no stage holds two blocks
+    assert not h.branches_at_every_level(((1, 1, 1), (1, 1, 2)))  # one unit, one stage
+    assert h.branches_at_every_level(((1, 1, 1), (1, 2, 1), (1, 2, 2), (2, 1, 1)))
 
 
 def test_unknown_condition_raises():

@@ -1,6 +1,6 @@
 """Hierarchy latent family: repeated-module hierarchies (paper §3-4, Tables 4-5; SPEC §3-4, §6-7).
 
-A latent instance is a design of 3-4 *modules* (the groups) that share one identical internal
+A latent instance is a design of *modules* (the groups) that share one identical internal
 structure, so every slot (same ordinal path, role and kind) exists once in every module. Below
 the module sit nested containers and leaf blocks; every block carries one input and one output
 port and one role-less parameter node (document order: input, output, param)::
@@ -8,6 +8,13 @@ port and one role-less parameter node (document order: input, output, param)::
     depth 2:  module > block > port | param
     depth 3:  module > stage > block > port | param
     depth 4:  module > unit > stage > block > port | param
+
+Depth conditions do not confound depth with inventory size (SPEC §6): every depth draws its
+skeleton from the same ``candidate_window`` of total node counts (34-52), with the same module
+count (two), and breadth shrinks as depth grows (children per container: depth 2, 4-6 blocks;
+depth 3, 2-3 stages of 1-3 blocks; depth 4, 2 units of 1-2 stages of 1-2 blocks). Every level
+of a skeleton branches (:func:`branches_at_every_level`), so no ordinal of a path is trivial
+everywhere.
 
 The parameter node (kind ``"param"``, role None, its block's path, visible label the block's
 parameter name from ``block_params``) is the one node that shares a *block* target's group, path
@@ -137,6 +144,13 @@ class HierarchyLatent:
         """Semantic id of the target node."""
         return _semantic_id(self.group_entity(self.target_module), self.levels, self.target_path, self.target_role)
 
+    def skeleton(self) -> tuple:
+        """The shape without names or target: ``(levels, module count, block_paths)``.
+
+        Two latents with equal skeletons have the same candidate inventory up to labels.
+        """
+        return (self.levels, len(self.module_names), self.block_paths)
+
     def canonical(self) -> dict:
         """JSON-serializable content without latent id or surface ids (broad/targeted hash, SPEC §7).
 
@@ -168,23 +182,42 @@ def _semantic_id(group: str, levels: Sequence[str], path: Sequence[int], role: O
 
 def _depth_of(condition: Optional[str], slot: int) -> int:
     if condition is None:
-        return 2 + slot % 2  # broad: alternate depth 2 and 3
+        # broad: depths 2, 3, 4 in turn over pairs of slots, so the even (tree + dom) and the odd
+        # (tree-only) slots both cover every depth
+        return 2 + (slot // 2) % 3
     if condition not in CONDITIONS:
         raise ValueError(f"unknown hierarchy condition {condition!r}; expected None or one of {CONDITIONS}")
     return int(condition.split("_")[1])
 
 
-def _sample_block_paths(rng: random.Random, n_below: int, children: Sequence[int]) -> tuple[tuple[int, ...], ...]:
-    """Block slots of one module: every container gets ``randint(*children)`` children."""
+def _sample_block_paths(
+    rng: random.Random, children: Sequence[Sequence[int]]
+) -> tuple[tuple[int, ...], ...]:
+    """Block slots of one module: every level-``k`` container gets ``randint(*children[k])``
+    children (``k = 0`` is the module); ``len(children)`` levels sit below the module."""
 
-    def expand(prefix: tuple[int, ...], remaining: int) -> list[tuple[int, ...]]:
+    def expand(prefix: tuple[int, ...]) -> list[tuple[int, ...]]:
+        low, high = children[len(prefix)]
         out: list[tuple[int, ...]] = []
-        for ordinal in range(1, rng.randint(children[0], children[1]) + 1):
+        for ordinal in range(1, rng.randint(low, high) + 1):
             path = prefix + (ordinal,)
-            out.extend([path] if remaining == 1 else expand(path, remaining - 1))
+            out.extend([path] if len(path) == len(children) else expand(path))
         return out
 
-    return tuple(expand((), n_below))
+    return tuple(expand(()))
+
+
+def branches_at_every_level(block_paths: Sequence[tuple[int, ...]]) -> bool:
+    """Whether some container at every level below the module root (the module included) has
+    two or more children, so that every ordinal of a path can matter."""
+    n_below = len(block_paths[0])
+    for k in range(n_below):
+        children: dict[tuple[int, ...], set[int]] = {}
+        for p in block_paths:
+            children.setdefault(p[:k], set()).add(p[k])
+        if max(len(c) for c in children.values()) < 2:
+            return False
+    return True
 
 
 def nodes_per_module(block_paths: Sequence[tuple[int, ...]]) -> int:
@@ -221,29 +254,33 @@ def sample(rng: random.Random, latent_id: str, condition: Optional[str], slot: i
     Args:
         rng: the case's own RNG (the only randomness used).
         latent_id: prefix of every semantic id.
-        condition: ``"depth_2"``, ``"depth_3"``, ``"depth_4"`` (targeted) or None (broad: depth 2
-            on even slots, 3 on odd ones; every fifth slot targets a block instead of a port).
+        condition: ``"depth_2"``, ``"depth_3"``, ``"depth_4"`` (targeted) or None (broad: depth
+            ``2 + (slot // 2) % 3``, so even and odd slots both cover depths 2-4; every fifth
+            slot targets a block instead of a port).
         slot: the case's index within its (suite, condition) cell; balances the target role
             (alternating input/output) and the instruction template.
 
     Returns:
         A :class:`HierarchyLatent` whose total node count stays within the depth's
-        ``max_nodes`` (depth 2: 27-52 nodes, depth 3: 57-81, depth 4: 117).
+        ``candidate_window`` (34-52 nodes at every depth: breadth shrinks as depth grows) and
+        whose skeleton branches at every level (:func:`branches_at_every_level`).
 
     Raises:
         ValueError: for an unknown condition.
-        RuntimeError: if no shape within ``max_nodes`` is found (data misconfiguration).
+        RuntimeError: if no such shape is found (data misconfiguration).
     """
     vocab = vocabulary()
     depth = _depth_of(condition, slot)
     cfg = vocab["depths"][str(depth)]
+    low, high = vocab["candidate_window"]
     for _ in range(_MAX_SHAPE_TRIES):
         n_modules = rng.randint(cfg["modules"][0], cfg["modules"][1])
-        block_paths = _sample_block_paths(rng, depth - 1, cfg["children"])
-        if n_modules * nodes_per_module(block_paths) <= cfg["max_nodes"]:
+        block_paths = _sample_block_paths(rng, cfg["children"])
+        total = n_modules * nodes_per_module(block_paths)
+        if low <= total <= high and branches_at_every_level(block_paths):
             break
     else:
-        raise RuntimeError(f"no depth-{depth} shape within {cfg['max_nodes']} nodes; check hierarchy.json")
+        raise RuntimeError(f"no depth-{depth} shape with {low}-{high} nodes; check hierarchy.json")
 
     if condition is None:
         kind = "block" if slot % 5 == 4 else "port"
