@@ -7,7 +7,7 @@ Real references from the generator (``generate_latent`` on broad plans):
   ``e_0cf1`` [191, 31, 58, 58] with two parts, ``e_b855`` (same box) and ``e_5b7b``
   [197, 37, 46, 46]; in canvas as one object ``o_26a3`` [197, 37, 46, 46]. The anchor
   ``obj7`` is ``e_58e5`` [277, 37, 46, 46] with a small part ``e_c4e8`` [292, 52, 16, 16].
-- ``TABLE``: broad table latent 0 (15 cells, gold ``cell_r03_c01``).
+- ``TABLE``: broad table latent 9 (conjunctive-shaped, 15 cells, gold ``cell_r03_c01``).
 - ``GRAPH``: broad graph latent 0 (9 nodes, gold ``g_bce7 -> g_0adf``).
 
 The layout facts above are asserted first (``test_fixture_layout``), so a generator change
@@ -43,8 +43,8 @@ def _references() -> dict[str, str]:
     plans = list(broad_plans())
     svg, canvas = generate_latent(plans[2]).references
     out = {"svg": svg, "canvas": canvas}
-    for family in ("table", "graph"):
-        plan = next(p for p in plans if p.family == family)
+    for family, slot in (("table", 9), ("graph", 0)):
+        plan = next(p for p in plans if p.family == family and p.slot == slot)
         (out[family],) = generate_latent(plan).references
     return out
 
