@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from multiprocessing import get_context
 from typing import Optional
 
-from generator import gates
+from generator import gates, table_shortcuts
 from generator.compilers.canvas import compile_canvas
 from generator.compilers.dom import compile_dom
 from generator.compilers.graph import compile_graph
@@ -392,9 +392,15 @@ def build_release(processes: Optional[int] = None, progress=None, broad_seed: in
         "visible_oracle": {name: gates.visible_oracle_check(recs) for name, recs in configs.items()},
         "hierarchy_depth_balance": hierarchy_depth_balance(broad, targeted),
         "balance_targeted_table": gates.balance_check([
-            {"condition": g.plan.condition, "template": g.template, "column": g.records[0].case.target.column}
+            table.balance_meta(g.plan.condition, g.plan.slot, g.template, g.records[0].case.target.column)
             for g in targeted if g.plan.family == "table"
         ]),
+        "table_shortcuts": {
+            "targeted_table": table_shortcuts.shortcut_expectations(
+                references([g for g in targeted if g.plan.family == "table"])),
+            "broad_table": table_shortcuts.shortcut_expectations(
+                references([g for g in broad if g.plan.family == "table"])),
+        },
     }
     failures = [name for name, check in (("disjoint_broad_targeted", checks["disjoint_broad_targeted"]),
                                          ("gold_rank_variation/targeted_table",

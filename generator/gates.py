@@ -118,9 +118,10 @@ def gate_degeneracy(rec: ExBindRecord, reference: str, suite: str):
     relational: the target's attributes alone do not single it out, and the relation is
     necessary: with the direction word removed (the target's attributes on the relation's
     axis, either side of the anchor: :func:`exbind_scoring.relation_holds` with the relation
-    or its opposite) at least two candidates still fit; table (conjunctive):
-    each condition alone matches several rows; hierarchy (port targets): a same-slot decoy
-    exists in another group and a same-group decoy with the other role exists.
+    or its opposite) at least two candidates still fit; table: at least two cells of the
+    target row lie outside the condition columns (the requested column must be read) and,
+    with several conditions, each alone matches several rows; hierarchy (port targets): a
+    same-slot decoy exists in another group and a same-group decoy with the other role exists.
     """
     ref = load_reference(reference)
     target, cands, family = ref["target"], ref["candidates"], ref["family"]
@@ -135,13 +136,19 @@ def gate_degeneracy(rec: ExBindRecord, reference: str, suite: str):
         on_axis = [c for c in same if any(relation_holds(r, c.get("position"), anchor_pos)
                                           for r in (relation, OPPOSITE.get(relation)))]
         return (len(on_axis) >= 2, "relation unnecessary: without the direction word one candidate fits")
-    if family == "table" and len(target.get("conditions") or []) > 1:
+    if family == "table":
         rows: dict = {}
         for c in canon:
             rows.setdefault(c["row"], {})[c["column"]] = (c.get("attributes") or {}).get("value")
-        for col, value in target["conditions"]:
-            if sum(values.get(col) == value for values in rows.values()) < 2:
-                return False, f"condition {col}={value!r} alone is unique"
+        conditions = target.get("conditions") or []
+        cond_columns = {col for col, _ in conditions}
+        left = [col for col in rows.get(target.get("row"), {}) if col not in cond_columns]
+        if len(left) < 2:
+            return False, f"{len(left)} cell(s) of the target row remain outside the condition columns"
+        if len(conditions) > 1:
+            for col, value in conditions:
+                if sum(values.get(col) == value for values in rows.values()) < 2:
+                    return False, f"condition {col}={value!r} alone is unique"
         return True, ""
     if family == "hierarchy" and target.get("role") is not None:
         slot = [c for c in canon if c.get("path") == target.get("path") and c.get("kind") == target.get("kind")]
@@ -181,30 +188,57 @@ def run_record_gates(rec: ExBindRecord, reference: str, suite: str) -> tuple[boo
 
 
 def gold_rank_variation(references: list[str], high_candidate_conditions=("high_candidate",)) -> dict:
-    """Gold-rank variation check: several distinct ranks, no rank holding most cases, and
-    ranks 13+ present in the high-candidate condition when that condition is present."""
+    """Gold-rank variation check (SPEC §7; paper Table 6, §6.4).
+
+    Passes when there are at least 5 distinct gold ranks and no rank holds more than half
+    the cases; and, when a high-candidate condition is present, ranks 13+ are sparse: they
+    occur in most (more than half) of its cases and in no case of any other condition.
+
+    Returns:
+        ``{"passed", "distinct_ranks", "max_rank_share", "high_candidate_ranks_13_plus",
+        "ranks_13_plus_by_condition"}`` (counts per condition, ``"none"`` for null).
+    """
     refs = [load_reference(r) for r in references]
     ranks = Counter(r["gold_rank"] for r in refs)
     n = len(refs)
     high = [r["gold_rank"] for r in refs if r.get("condition") in high_candidate_conditions]
+    by_condition: Counter = Counter()
+    for r in refs:
+        by_condition[r.get("condition") or "none"] += int(r["gold_rank"] >= 13)
     checks = {
         "distinct_ranks": len(ranks),
         "max_rank_share": max(ranks.values()) / n if n else None,
         "high_candidate_ranks_13_plus": sum(r >= 13 for r in high),
+        "ranks_13_plus_by_condition": dict(sorted(by_condition.items())),
     }
-    passed = n > 0 and len(ranks) >= 5 and checks["max_rank_share"] <= 0.5 and (not high or checks["high_candidate_ranks_13_plus"] > 0)
+    passed = n > 0 and len(ranks) >= 5 and checks["max_rank_share"] <= 0.5
+    if high:
+        elsewhere = sum(v for c, v in by_condition.items() if c not in high_candidate_conditions)
+        passed = passed and 2 * checks["high_candidate_ranks_13_plus"] > len(high) and elsewhere == 0
     return {"passed": bool(passed), **checks}
 
 
 def balance_check(rows_meta: list[dict]) -> dict:
-    """Target column and template counts per condition (``rows_meta``: condition, template,
-    column). Passes when, per condition, template counts are equal and target-column
-    counts differ by at most one within each template."""
+    """Balance within each condition (SPEC §6; paper §6.4: "target column and template
+    family are balanced within each condition").
+
+    Args:
+        rows_meta: one dict per case with ``condition``, ``template``, ``column`` (target
+            column) and optionally ``row_name`` (target is the row-name column) and
+            ``phrasing`` (instruction template index).
+
+    Returns:
+        ``{"passed", "conditions": {condition: {"templates", "columns", "row_name_targets",
+        "phrasings", "passed"}}}``. A condition passes when template counts are equal,
+        target-column counts differ by at most one within each template, phrasing counts
+        (when given) differ by at most one, and, when ``row_name`` is given, the row-name
+        column is the target at least once.
+    """
     by_cond: dict = {}
     for m in rows_meta:
         by_cond.setdefault(m["condition"], []).append(m)
     report, passed = {}, True
-    for cond, items in sorted(by_cond.items()):
+    for cond, items in sorted(by_cond.items(), key=lambda kv: str(kv[0])):
         templates = Counter(m["template"] for m in items)
         ok = len(set(templates.values())) == 1
         columns = {}
@@ -212,13 +246,25 @@ def balance_check(rows_meta: list[dict]) -> dict:
             cols = Counter(m["column"] for m in items if m["template"] == tmpl)
             columns[tmpl] = dict(sorted(cols.items()))
             ok = ok and max(cols.values()) - min(cols.values()) <= 1
-        report[cond] = {"templates": dict(sorted(templates.items())), "columns": columns, "passed": ok}
+        entry = {"templates": dict(sorted(templates.items())), "columns": columns}
+        if all("row_name" in m for m in items):
+            entry["row_name_targets"] = sum(bool(m["row_name"]) for m in items)
+            ok = ok and entry["row_name_targets"] > 0
+        if all("phrasing" in m for m in items):
+            phrasings = Counter(m["phrasing"] for m in items)
+            entry["phrasings"] = dict(sorted(phrasings.items()))
+            ok = ok and max(phrasings.values()) - min(phrasings.values()) <= 1
+        entry["passed"] = ok
+        report[cond if cond is not None else "none"] = entry
         passed = passed and ok
     return {"passed": passed, "conditions": report}
 
 
 def gate_table(references: list[str], instructions: list[str], attempts: dict) -> dict:
     """The paper Table 6 summary over accepted records of one suite.
+
+    ``random_expectation`` is mean(1/|C|) over the suite (graph: over ordered pairs);
+    ``random_expectation_by_condition`` the same mean per condition (``"none"`` for broad).
 
     Args:
         references: the suite's reference strings.
@@ -235,7 +281,10 @@ def gate_table(references: list[str], instructions: list[str], attempts: dict) -
             scores[name] += score_prediction(fn(instr, ref_str), ref_str)["scores"]["exact"]
         ref = load_reference(ref_str)
         leaks += any(g in instr for g in ref["gold"].values())
-    rnd = sum(random_expectation(r) for r in references)
+    rnd = [random_expectation(r) for r in references]
+    by_condition: dict = {}
+    for ref_str, value in zip(references, rnd):
+        by_condition.setdefault(load_reference(ref_str).get("condition"), []).append(value)
     return {
         "n": n,
         "unique_gold": {"passed": unique, "n": n},
@@ -243,7 +292,9 @@ def gate_table(references: list[str], instructions: list[str], attempts: dict) -
         "target_id_leakage": leaks / n if n else None,
         "lexical_only": scores["lexical_only"] / n if n else None,
         "type_only": scores["type_only"] / n if n else None,
-        "random_expectation": rnd / n if n else None,
+        "random_expectation": sum(rnd) / n if n else None,
+        "random_expectation_by_condition": {str(c) if c is not None else "none": sum(v) / len(v)
+                                            for c, v in sorted(by_condition.items(), key=lambda kv: str(kv[0]))},
         "attempted": attempts["attempted"],
         "accepted": attempts["accepted"],
         "rejected": dict(sorted(attempts["rejected"].items())),

@@ -233,6 +233,18 @@ def gates_region(gate_tables: dict, suite_checks: dict) -> str:
         lines.append(f"- Gold-rank variation on `{config}`: {'passed' if r['passed'] else 'FAILED'} "
                      f"({r['distinct_ranks']} distinct gold ranks, largest rank share {r['max_rank_share']:.3f}, "
                      f"{r['high_candidate_ranks_13_plus']} high-candidate cases at rank 13 or beyond).")
+    for s in suites:
+        by_cond = {c: v for c, v in (g[s].get("random_expectation_by_condition") or {}).items() if c != "none"}
+        if by_cond:
+            lines.append(f"- Random-candidate expectation per condition ({s}): "
+                         + ", ".join(f"{c} {_rate(v)}" for c, v in by_cond.items()) + ".")
+    for config, r in sorted((suite_checks.get("table_shortcuts") or {}).items()):
+        a = r["all"]
+        lines.append(f"- Table shortcut programs on `{config}` ({r['n']} cases; expected exact): row by condition "
+                     f"values minus the row-name and condition columns {_rate(a['row_residual'])} (a column guess in "
+                     f"that row {_rate(a['row_non_condition'])}), first candidate {_rate(a['first_candidate'])}, "
+                     f"last candidate {_rate(a['last_candidate'])}, top-left cell {_rate(a['top_left_cell'])}, "
+                     f"random {_rate(a['random'])}.")
     return "\n".join(lines)
 
 

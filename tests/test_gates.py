@@ -50,7 +50,9 @@ def test_leakage_gate_rejects_gold_id_in_instruction(records):
     rec = records["table"]
     gold = rec.gold()["cell_id"]
     leaked = dataclasses.replace(rec, case=dataclasses.replace(rec.case, instruction=rec.case.instruction + f" ({gold})"))
-    assert gates.run_record_gates(leaked, _reference(leaked), "targeted") == (False, "target_id_leakage")
+    assert gates.gate_target_id_leakage(leaked, _reference(leaked), "targeted") == (False, "gold id appears in the instruction")
+    # the appended id is no template wording, so the visible oracle (an earlier gate) abstains first
+    assert gates.run_record_gates(leaked, _reference(leaked), "targeted") == (False, "visible_oracle")
 
 
 def test_unique_gold_gate_rejects_a_second_satisfying_cell(records):
@@ -142,3 +144,46 @@ def test_suite_checks_fail_on_constant_ranks_and_imbalance(records):
     assert gates.balance_check(meta)["passed"] is False
     meta = [{"condition": "compact", "template": t, "column": c} for t in "ab" for c in "xy"]
     assert gates.balance_check(meta)["passed"] is True
+
+
+def test_degeneracy_gate_rejects_a_table_row_without_two_cells_outside_the_conditions(records):
+    rec = records["table"]
+    t = rec.case.target
+    (cond_col, _), = t.conditions
+    # keep only the target cell and the condition column: one cell left outside the conditions
+    keep = [c for c in rec.case.candidates if c.meaning.column in (t.column, cond_col)]
+    narrow = rec.with_candidates(keep)
+    assert gates.gate_degeneracy(narrow, _reference(narrow), "targeted") == (
+        False, "1 cell(s) of the target row remain outside the condition columns")
+    assert gates.gate_degeneracy(rec, _reference(rec), "targeted") == (True, "")
+
+
+def test_gold_rank_variation_requires_rank_13_plus_only_and_mostly_in_high_candidate(records):
+    base = json.loads(_reference(records["table"]))
+
+    def ref(condition, rank):
+        return json.dumps({**base, "condition": condition, "gold_rank": rank})
+
+    small = [ref("compact", r) for r in range(1, 13)] + [ref("conjunctive", r) for r in range(1, 13)]
+    high = [ref("high_candidate", r) for r in (3, 14, 20, 30, 41)]
+    ok = gates.gold_rank_variation(small + high)
+    assert ok["passed"] is True and ok["ranks_13_plus_by_condition"] == {
+        "compact": 0, "conjunctive": 0, "high_candidate": 4}
+    leaky = gates.gold_rank_variation(small + high + [ref("conjunctive", 14)])
+    assert leaky["passed"] is False and leaky["ranks_13_plus_by_condition"]["conjunctive"] == 1
+    mostly_low = gates.gold_rank_variation(small + [ref("high_candidate", r) for r in (3, 4, 5, 30)])
+    assert mostly_low["passed"] is False and mostly_low["high_candidate_ranks_13_plus"] == 1
+
+
+def test_balance_check_counts_row_name_targets_and_phrasings():
+    meta = [{"condition": "compact", "template": "a", "column": c, "row_name": c == "name", "phrasing": p}
+            for c, p in (("name", 0), ("x", 1), ("y", 0), ("name", 1))]
+    check = gates.balance_check(meta)
+    assert check["passed"] is True
+    assert check["conditions"]["compact"]["row_name_targets"] == 2
+    assert check["conditions"]["compact"]["phrasings"] == {0: 2, 1: 2}
+    no_name = [{**m, "row_name": False} for m in meta]
+    assert gates.balance_check(no_name)["passed"] is False
+    skewed = [{**m, "phrasing": 0} for m in meta[:3]] + [{**meta[3], "phrasing": 1}]
+    assert gates.balance_check(skewed)["conditions"]["compact"]["phrasings"] == {0: 3, 1: 1}
+    assert gates.balance_check(skewed)["passed"] is False

@@ -94,6 +94,7 @@ def test_table_vocabularies_are_token_disjoint_from_instructions_and_other_colum
     data = table_family.load_data()
     template_words = set()
     for phr in data["instructions"]:
+        assert sorted(phr) == ["condition", "join", "text", "text_row_name"]
         for part in phr.values():
             template_words |= tokenize(re.sub(r"\{[a-z]+\}", " ", part))
     assert len(data["instructions"]) == 6
@@ -110,8 +111,14 @@ def test_table_vocabularies_are_token_disjoint_from_instructions_and_other_colum
         for a, b in itertools.combinations(tpl["columns"], 2):
             assert not column_tokens[a] & column_tokens[b], (tpl["name"], a, b)
         assert len(tpl["values"][tpl["columns"][0]]) >= 16  # distinct row names for 16 rows
-        assert tpl["target_columns"] == tpl["columns"][1:]
-        assert all(len(tpl["values"][c]) < 10 for c in tpl["columns"][1:])  # duplicates at 10+ rows
+        assert tpl["columns"][0] == tpl["entity"]  # the row-name column's header is the entity noun
+        assert len(tpl["columns"]) == 5
+        assert all(4 <= len(tpl["values"][c]) < 10 for c in tpl["columns"][1:])  # distinct at 3 rows, duplicates at 10+
+    assert data["shapes"] == {
+        "compact": {"rows": [3, 3], "columns": [4, 4], "conditions": 1, "max_gold_rank": 12},
+        "conjunctive": {"rows": [3, 3], "columns": [5, 5], "conditions": 2, "max_gold_rank": 12},
+        "high_candidate": {"rows": [10, 16], "columns": [5, 5], "conditions": 1, "max_gold_rank": None},
+    }
 
 
 def test_graph_vocabulary_names_share_no_token_with_labels_or_templates():
@@ -137,39 +144,53 @@ def test_graph_vocabulary_names_share_no_token_with_labels_or_templates():
 
 
 def test_table_compact_fixed_seed_exact_values():
-    latent, case = _table_case(7, "compact", 3, "hard_table_compact_0003")
+    latent, case = _table_case(7, "compact", 8, "hard_table_compact_0008")
     assert latent.template == "employees" and latent.shape == "compact"
-    assert latent.columns == ("employee", "department", "shift")
-    assert case.instruction == "Return the department entry of the employee with shift rotating."
+    assert latent.columns == ("employee", "department", "office", "level")
+    assert case.instruction == "Find the cell holding the department of the employee whose level is principal."
     assert case.gold() == {"cell_id": "cell_r01_c01"}
-    assert len(case.candidates) == 15
-    assert case.target.semantic_id == "hard_table_compact_0003_row_1.department"
-    assert case.target.entity == "hard_table_compact_0003_row_1"
-    assert case.target.conditions == (("shift", "rotating"),)
-    assert case.source.splitlines()[1] == "<thead><tr><th>employee</th><th>department</th><th>shift</th></tr></thead>"
-    assert '<td id="cell_r01_c02">rotating</td>' in case.source
+    assert len(case.candidates) == 12 and gold_rank(case, "cell_r01_c01") == 5
+    assert case.target.semantic_id == "hard_table_compact_0008_row_1.department"
+    assert case.target.entity == "hard_table_compact_0008_row_1"
+    assert case.target.conditions == (("level", "principal"),)
+    assert case.source.splitlines()[1] == (
+        "<thead><tr><th>employee</th><th>department</th><th>office</th><th>level</th></tr></thead>")
+    assert '<td id="cell_r01_c03">principal</td>' in case.source
     # the lexical decoy: the condition cell of the gold row, i.e. correct row, wrong column
-    assert lexical_unique_top(case) == "cell_r01_c02"
+    assert lexical_unique_top(case) == "cell_r01_c03"
     gold = case.candidate_by_semantic_id(case.target.semantic_id)
-    assert gold.text == "research" and gold.candidate_type == "cell"
+    assert gold.text == "finance" and gold.candidate_type == "cell"
     assert gold.meaning.row == 1 and gold.meaning.column == "department"
-    assert gold.meaning.attributes == (("value", "research"),)
+    assert gold.meaning.attributes == (("value", "finance"),)
+    assert latent.rows == (("Sven", "finance", "Madrid", "principal"), ("Dmitri", "support", "Berlin", "junior"),
+                           ("Lars", "research", "Boston", "associate"))  # no value twice in a column
+
+
+def test_table_row_name_target_fixed_seed_exact_values():
+    """Slot 3 targets the row-name column; its phrasing names no column header."""
+    latent, case = _table_case(7, "compact", 3, "hard_table_compact_0003")
+    assert latent.targets_row_name and latent.target_column == "employee"
+    assert case.instruction == "Return the name entry of the employee for which the shift is rotating."
+    assert case.gold() == {"cell_id": "cell_r01_c00"} and case.candidate_by_semantic_id(case.target.semantic_id).text == "Sven"
+    assert lexical_unique_top(case) == "cell_r01_c03"
 
 
 def test_table_conjunctive_and_high_candidate_fixed_seed_exact_values():
     latent, case = _table_case(7, "conjunctive", 3)
-    assert case.instruction == "Select the department cell for the employee where shift morning and office Madrid."
-    assert case.gold() == {"cell_id": "cell_r02_c01"} and len(case.candidates) == 32
-    assert matching_rows(latent, (("shift", "morning"),)) == [2, 3, 5, 6]
-    assert matching_rows(latent, (("office", "Madrid"),)) == [1, 2]
+    assert case.instruction == (
+        "Return the name entry of the employee for which the shift is rotating and the level is junior.")
+    assert case.gold() == {"cell_id": "cell_r03_c00"} and len(case.candidates) == 15
+    assert gold_rank(case, "cell_r03_c00") == 7
+    assert matching_rows(latent, (("shift", "rotating"),)) == [2, 3]
+    assert matching_rows(latent, (("level", "junior"),)) == [1, 3]
     assert _degeneracy(case, latent) == (True, "")
 
-    latent, case = _table_case(7, "high_candidate", 3)
-    assert case.instruction == (
-        "Select the department cell for the employee whose shift is evening and whose office is Berlin."
-    )
-    assert case.gold() == {"cell_id": "cell_r02_c01"}
-    assert len(case.candidates) == 48 and len(latent.rows) == 12
+    latent, case = _table_case(7, "high_candidate", 8)
+    assert case.instruction == "Find the cell holding the department of the employee whose level is junior."
+    assert case.gold() == {"cell_id": "cell_r09_c01"} and gold_rank(case, "cell_r09_c01") == 25
+    assert len(case.candidates) == 60 and len(latent.rows) == 12
+    assert [row[1] for row in latent.rows].count("sales") == 3  # the gold value "sales" is duplicated
+    assert matching_rows(latent, latent.conditions) == [9]
 
 
 def test_graph_fixed_seed_exact_values():
@@ -274,6 +295,7 @@ def _common_checks(case):
 @pytest.mark.parametrize("condition", TABLE_CONDITIONS)
 def test_table_invariants_over_seeds(condition):
     ranks = Counter()
+    row_name_targets = 0
     for seed in range(300):
         slot = seed % 40
         latent, case = _table_case(1000 + seed, condition, slot, f"t_{seed:04d}")
@@ -290,26 +312,45 @@ def test_table_invariants_over_seeds(condition):
         if len(latent.conditions) == 1:  # the decoy: correct row, wrong (condition) column
             decoy = next(c for c in case.candidates if c.candidate_id == top)
             assert decoy.meaning.row == latent.target_row and decoy.meaning.column == latent.conditions[0][0]
-        else:
-            assert _degeneracy(case, latent) == (True, "")
+        assert _degeneracy(case, latent) == (True, "")
         assert [c.candidate_id for c in case.candidates] != sorted(c.candidate_id for c in case.candidates)
         ranks[gold_rank(case, gold_id)] += 1
         n_rows, n_cols = len(latent.rows), len(latent.columns)
         shape = condition or ("compact" if slot % 2 == 0 else "conjunctive")
         assert latent.shape == shape
+        cond_columns = {col for col, _ in latent.conditions}
+        assert latent.columns[0] not in cond_columns and latent.target_column not in cond_columns
+        assert n_cols - len(cond_columns) >= 3  # the target row keeps 3+ cells outside the conditions
+        row_name_targets += latent.targets_row_name
+        attribute_columns = range(1, n_cols)
         if shape == "compact":
-            assert 4 <= n_rows <= 6 and 3 <= n_cols <= 4 and len(latent.conditions) == 1
+            assert (n_rows, n_cols, len(latent.conditions)) == (3, 4, 1)
+            for c in range(n_cols):  # no duplicate value anywhere
+                assert len({row[c] for row in latent.rows}) == n_rows
+        elif shape == "conjunctive":
+            assert (n_rows, n_cols, len(latent.conditions)) == (3, 5, 2)
+            for c in attribute_columns:  # only the condition values repeat, each on exactly 2 rows
+                values = [row[c] for row in latent.rows]
+                if latent.columns[c] in cond_columns:
+                    value = dict(latent.conditions)[latent.columns[c]]
+                    assert values.count(value) == 2 and len(set(values)) == 2
+                else:
+                    assert len(set(values)) == n_rows
+        else:
+            assert 10 <= n_rows <= 16 and n_cols == 5 and len(latent.conditions) == 1
+            for c in attribute_columns:  # duplicate values in every attribute column
+                assert len({row[c] for row in latent.rows}) < n_rows
             (col, val), = latent.conditions
             assert [row[latent.columns.index(col)] for row in latent.rows].count(val) == 1
-        elif shape == "conjunctive":
-            assert 6 <= n_rows <= 9 and 4 <= n_cols <= 5 and len(latent.conditions) == 2
-        else:
-            assert 10 <= n_rows <= 16 and 4 <= n_cols <= 5 and 40 <= n_rows * n_cols <= 80
-            for c in range(1, n_cols):  # duplicate values in every attribute column
-                assert len({row[c] for row in latent.rows}) < n_rows
-    assert len(ranks) >= 8 and max(ranks.values()) < 150
+            if not latent.targets_row_name:
+                column = [row[latent.columns.index(latent.target_column)] for row in latent.rows]
+                assert column.count(column[latent.target_row - 1]) >= 2  # the gold value repeats
+        if shape != "high_candidate":
+            assert len(case.candidates) <= 15 and gold_rank(case, gold_id) <= 12
+    assert len(ranks) >= 12 and max(ranks.values()) < 60
+    assert row_name_targets == 75  # slots 0-4 and 25-29 of every 40
     if condition == "high_candidate":
-        assert sum(n for r, n in ranks.items() if r >= 13) > 150
+        assert sum(n for r, n in ranks.items() if r >= 13) > 200
 
 
 @pytest.mark.parametrize("condition", TABLE_CONDITIONS)
@@ -320,10 +361,19 @@ def test_table_balance_per_condition(condition):
     assert set(templates.values()) == {n // 5} and len(templates) == 5
     for name in templates:
         cols = Counter(lat.target_column for lat in latents if lat.template == name)
-        assert len(cols) == 4 and max(cols.values()) - min(cols.values()) <= 1
+        assert len(cols) == 5 and max(cols.values()) - min(cols.values()) <= 1  # row-name column included
+    assert sum(lat.targets_row_name for lat in latents) == 10
+    phrasings = Counter(lat.phrasing for lat in latents)
+    assert len(phrasings) == 6 and max(phrasings.values()) - min(phrasings.values()) <= 1
+    strata = Counter(lat.rank_stratum for lat in latents)
     shapes = Counter(lat.shape for lat in latents)
     if condition is None:
         assert shapes == {"compact": 25, "conjunctive": 25}
+        for shape in ("compact", "conjunctive"):  # every shape sees every phrasing
+            assert len({lat.phrasing for lat in latents if lat.shape == shape}) == 6
+            assert len({lat.rank_stratum for lat in latents if lat.shape == shape}) == 25
+    else:
+        assert strata == Counter(range(40))  # every gold-position stratum once
 
 
 def test_high_candidate_gold_ranks_reach_13_and_beyond():
@@ -331,7 +381,7 @@ def test_high_candidate_gold_ranks_reach_13_and_beyond():
     for slot in range(40):
         _, case = _table_case(20260824 + slot, "high_candidate", slot)
         ranks.append(gold_rank(case, case.gold()["cell_id"]))
-    assert sum(r >= 13 for r in ranks) >= 20 and len(set(ranks)) >= 15
+    assert sum(r >= 13 for r in ranks) == 32 and len(set(ranks)) == 32
 
 
 def test_graph_invariants_over_seeds():

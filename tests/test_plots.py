@@ -62,10 +62,10 @@ def test_first_violation_bars_are_the_opportunity_rates(table_first_listed):
     (ax,) = fig.axes
     labels = ["candidate_valid", "table_row", "table_column", "table_cell", "exact", "none"]
     assert _ticks(ax.get_xticklabels()) == labels  # only labels with opportunities, declared vocabulary order
-    # First-listed on targeted_table: 108 wrong-row, 6 right-row/wrong-column, 6 exact (gold at rank 1).
-    assert _bar_heights(ax) == pytest.approx([0.0, 0.9, 0.05, 0.0, 0.0, 0.05])
+    # First-listed on targeted_table: 90 wrong-row, 23 right-row/wrong-column, 7 exact (gold at rank 1).
+    assert _bar_heights(ax) == pytest.approx([0.0, 0.75, 23 / 120, 0.0, 0.0, 7 / 120])
     assert _bar_heights(ax) == [result["first_violation_profile"][lab]["rate"] for lab in labels]
-    assert [t.get_text() for t in ax.texts] == ["0/120", "108/120", "6/120", "0/120", "0/120", "6/120"]
+    assert [t.get_text() for t in ax.texts] == ["0/120", "90/120", "23/120", "0/120", "0/120", "7/120"]
     assert ax.get_title() == "First violations (opportunity-normalized) (n = 120 cases)"
     assert ax.get_ylabel() == "first-violation rate (count / opportunities)"
     assert ax.get_xlabel() == "first violated constraint (declared order)"
@@ -113,8 +113,8 @@ def test_survival_lines_are_the_rates_per_family(rows):
 def test_survival_table_values(table_first_listed):
     _, result = table_first_listed
     (ax,) = plots.survival_figure(result).axes
-    assert list(ax.get_lines()[0].get_ydata()) == pytest.approx([1.0, 0.1, 0.05, 0.05, 0.05])
-    assert [t.get_text() for t in ax.texts] == ["120", "12", "6", "6", "6"]
+    assert list(ax.get_lines()[0].get_ydata()) == pytest.approx([1.0, 0.25, 7 / 120, 7 / 120, 7 / 120])
+    assert [t.get_text() for t in ax.texts] == ["120", "30", "7", "7", "7"]
     assert _legend(ax) == ["table (n = 120)"]
 
 
@@ -187,10 +187,11 @@ def test_gold_rank_figure_shows_the_position_bias(rows, table_first_listed):
     recs, _ = table_first_listed
     refs = [r["reference"] for r in rows["targeted_table"]]
     table = plots.accuracy_by_gold_rank(recs, refs)
-    assert [(b["n_exact"], b["n"]) for b in table] == [(6, 6), (0, 17), (0, 19), (0, 12), (0, 38), (0, 28)]
+    # bins 1, 2-4, 5-8, 9-12, 13-24, 25+: ranks 13+ (32 cases) are all high_candidate
+    assert [(b["n_exact"], b["n"]) for b in table] == [(7, 7), (0, 22), (0, 29), (0, 30), (0, 9), (0, 23)]
     ax = plots.gold_rank_figure(recs, refs).axes[0]
     assert _bar_heights(ax) == [1.0, 0.0, 0.0, 0.0, 0.0, 0.0]
-    assert [t.get_text() for t in ax.texts] == ["6/6", "0/17", "0/19", "0/12", "0/38", "0/28"]
+    assert [t.get_text() for t in ax.texts] == ["7/7", "0/22", "0/29", "0/30", "0/9", "0/23"]
     assert ax.get_title() == "Exact accuracy by gold rank (n = 120 cases)"
     assert ax.get_xlabel() == "gold rank (1-based position in the candidate list)"
     assert ax.get_ylabel() == "exact accuracy (fraction of cases)"
@@ -204,8 +205,8 @@ def test_breakdown_figure_by_condition(table_first_listed):
     _, result = table_first_listed
     ax = plots.breakdown_figure(result, "condition").axes[0]
     assert _ticks(ax.get_xticklabels()) == ["compact", "conjunctive", "high_candidate"]
-    assert _bar_heights(ax) == [1 / 40, 4 / 40, 1 / 40]
-    assert [t.get_text() for t in ax.texts] == ["1/40", "4/40", "1/40"]
+    assert _bar_heights(ax) == [3 / 40, 3 / 40, 1 / 40]
+    assert [t.get_text() for t in ax.texts] == ["3/40", "3/40", "1/40"]
     assert ax.get_title() == "Exact accuracy by condition"
     assert _legend(ax)[-1] == "n = 120 cases"
     with pytest.raises(ValueError, match="by='suite'"):

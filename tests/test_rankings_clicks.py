@@ -8,7 +8,7 @@ Real references from the generator (``generate_latent`` on broad plans):
   ring, same box) and ``e_71d6`` [111, 271, 58, 58] (the body); in canvas as one object
   ``o_e754`` [111, 271, 58, 58]. The anchor ``obj6`` is the bare shape ``e_5e04``
   [111, 111, 58, 58], 160 px above the target.
-- ``TABLE``: broad table latent 0 (15 cells, gold ``cell_r03_c01``).
+- ``TABLE``: broad table latent 9 (conjunctive-shaped, 15 cells, gold ``cell_r03_c01``).
 - ``GRAPH``: broad graph latent 0 (9 nodes, gold ``g_bce7 -> g_0adf``).
 
 The layout facts above are asserted first (``test_fixture_layout``), so a generator change
@@ -44,8 +44,8 @@ def _references() -> dict[str, str]:
     plans = list(broad_plans())
     svg, canvas = generate_latent(plans[2]).references
     out = {"svg": svg, "canvas": canvas}
-    for family in ("table", "graph"):
-        plan = next(p for p in plans if p.family == family)
+    for family, slot in (("table", 9), ("graph", 0)):
+        plan = next(p for p in plans if p.family == family and p.slot == slot)
         (out[family],) = generate_latent(plan).references
     return out
 

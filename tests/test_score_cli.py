@@ -200,21 +200,21 @@ def test_lexical_only_on_targeted_table(capsys, export_dir, files, tmp_path):
                         "--predictions", files["targeted_table", "lexical"], "--json", report)
     assert code == 0
     t7 = _table(out, "Validity and exact accuracy")
-    assert t7["all"] == ["120", "58/120", "0.483", "[0.396, 0.572]", "0/120", "0.000", "[0.000, 0.031]", "58"]
+    assert t7["all"] == ["120", "80/120", "0.667", "[0.578, 0.745]", "0/120", "0.000", "[0.000, 0.031]", "80"]
     assert t7["compact"][:2] == ["40", "40/40"]
-    assert t7["conjunctive"][:2] == ["40", "0/40"]
-    assert t7["high_candidate"][:4] == ["40", "18/40", "0.450", "[0.307, 0.602]"]
+    assert t7["conjunctive"][:2] == ["40", "0/40"]  # two condition cells tie: the baseline abstains
+    assert t7["high_candidate"][:4] == ["40", "40/40", "1.000", "[0.912, 1.000]"]
     t15 = _table(out, "Opportunity-normalized first violations")
-    assert t15["candidate_valid"] == ["120", "62 (0.517)"]
-    assert t15["table_column"] == ["120", "58 (0.483)"]
+    assert t15["candidate_valid"] == ["120", "40 (0.333)"]
+    assert t15["table_column"] == ["120", "80 (0.667)"]
     assert t15["none"] == ["120", "0 (0.000)"]
     saved = json.loads(report.read_text(encoding="utf-8"))
     assert "records" not in saved
     s = saved["summary"]
-    assert (s["n"], s["n_valid"], s["n_exact"]) == (120, 58, 0)
-    assert s["statuses"] == {"unresolved": 62, "valid": 58}
-    assert s["violation_set_counts"] == {"candidate_valid": 62, "table_column+table_cell": 58}
-    assert [round(x, 3) for x in s["validity_ci"]] == [0.396, 0.572]
+    assert (s["n"], s["n_valid"], s["n_exact"]) == (120, 80, 0)
+    assert s["statuses"] == {"unresolved": 40, "valid": 80}
+    assert s["violation_set_counts"] == {"candidate_valid": 40, "table_column+table_cell": 80}
+    assert [round(x, 3) for x in s["validity_ci"]] == [0.578, 0.745]
 
 
 def test_cross_format_tables_on_paired(capsys, export_dir, files):
@@ -314,7 +314,7 @@ def test_paired_oracle_vs_permuted_lexical(capsys, export_dir, files, tmp_path):
     assert t12["original (targeted_table)"] == ["120", "1.000", "120/120", "[0.969, 1.000]", "no errors"]
     for k in (1, 2, 3):
         assert t12[f"permutation {k} (targeted_table_permuted)"] == [
-            "120", "0.483", "0/120", "[0.000, 0.031]", "120 errors: candidate_valid 62, table_column 58"]
+            "120", "0.667", "0/120", "[0.000, 0.031]", "120 errors: candidate_valid 40, table_column 80"]
     assert t12["paired delta"][:4] == ["120", "-", "-1.000", "[-1.000, -1.000]"]
     assert t12["paired delta"][4].startswith("0 improve, 120 regress, 120 sensitive")
     paired = json.loads(report.read_text(encoding="utf-8"))["paired"]
@@ -330,7 +330,7 @@ def test_paired_mixed_variant_has_a_real_bootstrap_interval(capsys, export_dir, 
     assert code == 0
     t12 = _table(out, "Candidate-order control (Table 12 form)")
     assert [t12[f"permutation {k} (targeted_table_permuted)"][2] for k in (1, 2, 3)] == ["40/120", "40/120", "120/120"]
-    assert t12["original (targeted_table)"][:4] == ["120", "0.742", "60/120", "[0.412, 0.588]"]
+    assert t12["original (targeted_table)"][:4] == ["120", "0.833", "60/120", "[0.412, 0.588]"]
     # 200/360 - 60/120; d = 0 (i % 6 == 0), -2/3 (other even), +1 (odd, i % 3 == 0), +1/3 (other odd)
     assert t12["paired delta"][:4] == ["120", "-", "+0.056", "[-0.053, 0.164]"]
     assert t12["paired delta"][4].startswith("60 improve, 40 regress, 100 sensitive")
@@ -376,4 +376,4 @@ def test_clicks_and_rankings_get_their_own_tables(capsys, export_dir, rows, tmp_
     write_jsonl(tmp_path / "bm25.jsonl", predict(rows["targeted_table"], "rank_bm25"))
     code, out, _ = _run(capsys, export_dir, "--config", "targeted_table", "--predictions", tmp_path / "bm25.jsonl")
     assert code == 0
-    assert _table(out, "Ranked predictions")["120"] == ["0.000", "0.100", "0.317", "0.096"]
+    assert _table(out, "Ranked predictions")["120"] == ["0.000", "0.133", "0.400", "0.109"]
