@@ -278,7 +278,8 @@ class OpenAICompatServer:
                     server._record(**entry, status=200)
                     self._send(200, raw=b'{"id": "chatcmpl-broken", "choices": [')
                     return
-                if fault == "slow":
+                if fault == "slow":  # logged on arrival; the late answer is sent without a log entry
+                    server._record(**entry, status="late")
                     time.sleep(server.faults.slow_s)
                 try:
                     body = json.loads(raw)
@@ -294,7 +295,8 @@ class OpenAICompatServer:
                     server._record(**entry, status=400)
                     self._send(400, {"error": {"message": str(exc)}})
                     return
-                server._record(**entry, status=200)
+                if fault != "slow":
+                    server._record(**entry, status=200)
                 self._send(200, {
                     "id": f"chatcmpl-{len(server.log)}", "object": "chat.completion", "created": int(time.time()),
                     "model": server.name,
