@@ -32,6 +32,7 @@ import base64
 import io
 import json
 import re
+import socket
 import sys
 import threading
 import time
@@ -79,14 +80,19 @@ class FirstCandidateModel:
 
     kind = "first-candidate"
 
-    def __init__(self):
+    def __init__(self, latency_s: float = 0.0):
+        """``latency_s``: seconds each completion sleeps (a stand-in for decode time, so
+        that client concurrency has something to overlap)."""
         self.images_seen: list[bytes] = []
+        self.latency_s = latency_s
         self._lock = threading.Lock()
 
     def generate(self, messages: list[dict], max_tokens: int, response_format: Optional[dict] = None) -> dict:
         """One completion: ``{"text", "finish_reason", "prompt_tokens", "completion_tokens"}``
         (tokens counted as whitespace-separated words)."""
         text, images = split_content(messages)
+        if self.latency_s:
+            time.sleep(self.latency_s)
         with self._lock:
             self.images_seen.extend(images)
         schema = _SCHEMA_LINE.search(text)
@@ -225,6 +231,12 @@ class OpenAICompatServer:
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
+            def setup(self):
+                super().setup()
+                # Headers and body go out in separate writes: without TCP_NODELAY, Nagle's
+                # algorithm and delayed ACKs add ~40 ms to every keep-alive answer.
+                self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
             def log_message(self, fmt, *args):  # quiet
                 pass
 
@@ -318,16 +330,21 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--served-model-name", default="local-model", help="the model name clients send")
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--threads", type=int, help="torch.set_num_threads")
+    parser.add_argument("--latency", type=float, default=0.0, help="first-candidate: seconds per completion")
+    parser.add_argument("--faults", type=Path, help='JSON file {"<case_id>": ["429", "500", "slow", "malformed", '
+                        '"drop"], ...} of faults to inject (test your harness)')
+    parser.add_argument("--slow-s", type=float, default=2.0, help="seconds a 'slow' fault sleeps")
     args = parser.parse_args(argv)
+    plan = FaultPlan(json.loads(args.faults.read_text(encoding="utf-8")) if args.faults else None, args.slow_s)
     if args.model == "first-candidate":
-        model = FirstCandidateModel()
+        model = FirstCandidateModel(args.latency)
     else:
         if args.threads:
             import torch
 
             torch.set_num_threads(args.threads)
         model = TransformersChatModel(args.model, kind=args.kind, gguf_file=args.gguf_file)
-    server = OpenAICompatServer(model, args.served_model_name, port=args.port)
+    server = OpenAICompatServer(model, args.served_model_name, faults=plan, port=args.port)
     print(f"serving {args.served_model_name} at {server.url} (Ctrl-C to stop)", flush=True)
     try:
         server._httpd.serve_forever()

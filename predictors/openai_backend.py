@@ -389,6 +389,7 @@ def run_openai(model: str, config: str, out_dir, base_url: str, export_dir="exbi
     out_dir = Path(out_dir)
     dataset = export_identity(export_dir, config)
     rows, pngs = load_png_rows(export_dir, config, cache_dir)
+    load_time = round(time.time() - started, 3)
     all_ids = [r["case_id"] for r in rows]
     selected = list(range(len(rows)))
     if case_ids is not None:
@@ -437,7 +438,7 @@ def run_openai(model: str, config: str, out_dir, base_url: str, export_dir="exbi
         todo = [i for i in selected if all_ids[i] not in done]
 
     session = {"started": _now(), "cases": 0, "requests": 0, "retries": 0, "failed": 0, "cache_hits": 0,
-               "retry_failed": bool(retry_failed), "wall_time_s": None}
+               "retry_failed": bool(retry_failed), "load_time_s": load_time, "wall_time_s": None}
     manifest["sessions"] = list(stored.get("sessions", [])) if stored else []
     manifest["sessions"].append(session)
     cache = ResponseCache(response_cache or default_cache_dir())
