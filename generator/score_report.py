@@ -45,6 +45,8 @@ import datasets
 
 from exbind_aggregate import aggregate, group_variants, paired_comparison, wilson_interval
 from exbind_scoring import CANONICAL_DIMENSION, CANONICAL_DIMENSIONS, REFERENCE_SCHEMA, score_prediction
+from generator.prediction_identity import (IDENTITY_FIELDS, PredictionIdentityError, check_prediction_identity,
+                                          records_hash)
 from generator.hub import (EvalResultsError, add_eval_results_arguments, eval_results_argument_error,
                            write_eval_results_from_args)
 from generator.report import FORMAT_ORDER, format_table
@@ -116,6 +118,30 @@ def read_predictions(path: Path) -> dict[str, str]:
         more = f"; ... and {len(repeated) - _SHOW_IDS} more" if len(repeated) > _SHOW_IDS else ""
         raise ScoreInputError(f"{path}: {len(repeated)} duplicate case id(s): {listed}{more}")
     return out
+
+
+def check_file_identity(path: Path, config: str, export_dir: Path) -> dict:
+    """Refuse a predictions file made on another config or another build (issue 10 item 5).
+
+    Lines carrying ``config`` / ``records_hash`` must name ``config`` and the export's
+    ``canonical_records_sha256[config]``; lines without them (the older format) pass.
+
+    Returns:
+        :func:`generator.prediction_identity.check_prediction_identity`'s counts.
+
+    Raises:
+        ScoreInputError: a mismatch (the message names the case, both values and the fix).
+    """
+    lines = []
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                obj = json.loads(line)
+                lines.append({k: obj.get(k) for k in ("case_id", *IDENTITY_FIELDS)})
+    try:
+        return check_prediction_identity(lines, config, records_hash(export_dir, config), str(path))
+    except PredictionIdentityError as exc:
+        raise ScoreInputError(str(exc)) from None
 
 
 def load_config(export_dir: Path, config: str, cache_dir: Optional[str] = None) -> tuple[list[str], list[str]]:
@@ -239,7 +265,7 @@ def _paired_section(original: list[dict], variant: list[dict], resamples: int, s
 def build_report(config: str, export_dir: Path, predictions_path: Path, *, compare_config: Optional[str] = None,
                  compare_path: Optional[Path] = None, allow_unknown: bool = False, cache_dir: Optional[str] = None,
                  resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED,
-                 coordinate_frame: Optional[str] = None) -> dict:
+                 coordinate_frame: Optional[str] = None, allow_missing: bool = False) -> dict:
     """Score one predictions file (and optionally a second one for the paired comparison).
 
     Args:
@@ -252,6 +278,7 @@ def build_report(config: str, export_dir: Path, predictions_path: Path, *, compa
         cache_dir: ``datasets`` cache folder.
         resamples, seed: paired bootstrap settings (:func:`exbind_aggregate.paired_comparison`).
         coordinate_frame: frame of click predictions (:func:`score_cases`).
+        allow_missing: accept an empty predictions file (every case scored unresolved).
 
     Returns:
         Plain JSON: ``config``, ``export``, ``predictions`` (path), ``n_rows``,
@@ -263,10 +290,15 @@ def build_report(config: str, export_dir: Path, predictions_path: Path, *, compa
 
     Raises:
         ScoreInputError: see :func:`read_predictions`, :func:`load_config`,
-            :func:`score_cases`.
+            :func:`score_cases`, :func:`check_file_identity`; an empty file without
+            ``allow_missing``.
     """
     def one(cfg: str, path: Path) -> dict:
         predictions = read_predictions(path)
+        if not predictions and not allow_missing:
+            raise ScoreInputError(f"{path}: empty predictions file (no case id); nothing was predicted "
+                                  "(pass --allow-missing to score every case as unresolved)")
+        check_file_identity(path, cfg, export_dir)
         case_ids, references = load_config(export_dir, cfg, cache_dir)
         scored = score_cases(case_ids, references, predictions, allow_unknown, cfg, coordinate_frame)
         return {
@@ -312,6 +344,9 @@ def header_text(part: dict) -> str:
         f"missing {len(part['missing'])}; unknown {len(part['unknown'])}",
     ]
     if part["missing"]:
+        if part["n_predictions"]:
+            lines.append(f"partial predictions file: {part['n_rows'] - len(part['missing'])} of {part['n_rows']} "
+                         "cases predicted")
         lines.append(f"missing: {len(part['missing'])} case(s) without a prediction, scored unresolved "
                      f"({NO_PREDICTION!r}): {_list_ids(part['missing'])}")
     if part["unknown"]:
@@ -493,6 +528,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_eval_results_arguments(parser)
     parser.add_argument("--coordinate-frame", choices=("pixel", "unit", "thousand"),
                         help="frame of click predictions ({\"x\": .., \"y\": ..}); never guessed")
+    parser.add_argument("--allow-missing", action="store_true",
+                        help="score an empty predictions file (every case unresolved) instead of failing")
     parser.add_argument("--allow-unknown", action="store_true",
                         help="ignore (and list) predicted case ids that are not in the config instead of failing")
     parser.add_argument("--cache-dir", help="datasets cache folder (default: the datasets default)")
@@ -523,7 +560,8 @@ def run(args: argparse.Namespace) -> int:
         report = build_report(args.config, args.export, args.predictions, compare_config=args.compare_config,
                               compare_path=args.compare, allow_unknown=args.allow_unknown,
                               cache_dir=args.cache_dir, resamples=args.resamples, seed=args.seed,
-                              coordinate_frame=args.coordinate_frame)
+                              coordinate_frame=args.coordinate_frame,
+                              allow_missing=getattr(args, "allow_missing", False))
     except ScoreInputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

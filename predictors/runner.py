@@ -6,8 +6,10 @@ local path, builds every prompt with the one prompt builder
 output folder:
 
 ``predictions.jsonl``
-    one line per case, in processing order: ``{"case_id", "output", "prompt_tokens",
-    "output_tokens", "finish_reason"}``. ``output`` is the decoded continuation exactly as
+    one line per case, in processing order: ``{"case_id", "config", "records_hash",
+    "output", "prompt_tokens", "output_tokens", "finish_reason", "seconds"}``
+    (``config`` and ``records_hash``, the export's ``canonical_records_sha256[config]``, let
+    ``score`` refuse the file for another config or build; issue 10). ``output`` is the decoded continuation exactly as
     the model produced it (special tokens skipped, nothing stripped or repaired);
     ``finish_reason`` is ``"eos"`` when the model stopped by itself and ``"length"`` when it
     hit ``max_new_tokens``. The file is what ``python exbind.py score --predictions`` reads.

@@ -121,7 +121,10 @@ def test_vlm_run_writes_predictions_scores_and_manifest(vlm_run, tiny_vlm, expor
     assert [p["case_id"] for p in preds] == VLM_CASES  # config row order
     by_id = {r["case_id"]: r for r in rows["broad"]}
     for p in preds:
-        assert set(p) == {"case_id", "output", "prompt_tokens", "output_tokens", "finish_reason", "seconds"}
+        assert set(p) == {"case_id", "config", "records_hash", "output", "prompt_tokens", "output_tokens",
+                          "finish_reason", "seconds"}
+        assert (p["config"], p["records_hash"]) == ("broad", json.loads(
+            (export_dir / "exbind_manifest.json").read_text())["canonical_records_sha256"]["broad"])
         assert isinstance(p["output"], str)
         assert 1 <= p["output_tokens"] <= 96
         assert p["finish_reason"] == ("length" if p["output_tokens"] == 96 else "eos")
