@@ -511,9 +511,16 @@ def format_report(report: dict) -> str:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``exbind.py score``."""
-    parser.add_argument("--config", required=True, help="config the predictions answer (e.g. targeted_table)")
-    parser.add_argument("--predictions", required=True, type=Path,
+    parser.add_argument("--config", help="config the predictions answer (e.g. targeted_table)")
+    parser.add_argument("--predictions", type=Path,
                         help='JSONL, one {"case_id": ..., "output": "<raw model output>"} per line')
+    parser.add_argument("--inspect-log", type=Path, metavar="LOG",
+                        help="score the completions of an inspect-ai log of the exbind task instead of --predictions")
+    parser.add_argument("--run", type=Path, metavar="DIR",
+                        help="score every config of a run-model folder (DIR/<config>/predictions.jsonl) in one table")
+    parser.add_argument("--compare-runs", type=Path, nargs=2, metavar=("DIR_A", "DIR_B"),
+                        help="per config: both runs' exact accuracy (Wilson), the paired difference B - A "
+                             "(parent-case bootstrap) and the first-violation transition matrix")
     parser.add_argument("--export", default="exbind", type=Path, help="export folder (default ./exbind)")
     parser.add_argument("--per-case", type=Path, help="write the per-case records as JSONL (config row order)")
     parser.add_argument("--compare", type=Path, help="second predictions JSONL for the paired comparison")
@@ -550,6 +557,33 @@ def run(args: argparse.Namespace) -> int:
     Returns:
         0 on success; 2 when an input cannot be scored (the reason is printed to stderr).
     """
+    if args.run or args.compare_runs:
+        return _run_folders(args)
+    if args.inspect_log:
+        from generator.run_reports import RunReportError, read_inspect_log
+
+        try:
+            config, lines = read_inspect_log(args.inspect_log)
+        except RunReportError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        if args.config and args.config != config:
+            print(f"error: {args.inspect_log} holds config {config!r}, not --config {args.config!r}", file=sys.stderr)
+            return 2
+        if args.predictions:
+            print("error: pass --inspect-log or --predictions, not both", file=sys.stderr)
+            return 2
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="exbind-inspect-") as tmp:
+            path = Path(tmp) / f"{args.inspect_log.stem}.jsonl"
+            _write_jsonl(path, lines)
+            args.config, args.predictions, args.inspect_log = config, path, None
+            return run(args)
+    if not args.config or not args.predictions:
+        print("error: score needs --config and --predictions (or --inspect-log LOG, --run DIR, "
+              "--compare-runs DIR_A DIR_B)", file=sys.stderr)
+        return 2
     if args.compare_config and args.compare is None:
         print("error: --compare-config needs --compare (the second predictions file)", file=sys.stderr)
         return 2
@@ -590,6 +624,29 @@ def run(args: argparse.Namespace) -> int:
     if args.plots:
         written = write_plots(report, args.export, args.plots, args.cache_dir)
         print(f"plots: wrote {len(written)} PNG file(s) to {args.plots}: " + ", ".join(p.name for p in written))
+    return 0
+
+
+def _run_folders(args: argparse.Namespace) -> int:
+    """``score --run DIR`` / ``score --compare-runs DIR_A DIR_B`` (:mod:`generator.run_reports`)."""
+    from generator.run_reports import RunReportError, compare_runs, format_comparison, format_run_table, score_run
+
+    try:
+        if args.compare_runs:
+            result = compare_runs(args.compare_runs[0], args.compare_runs[1], args.export, args.cache_dir,
+                                  resamples=args.resamples, seed=args.seed)
+            print(format_comparison(result))
+            payload = result
+        else:
+            rows = score_run(args.run, args.export, args.cache_dir)
+            print(format_run_table(args.run, rows))
+            payload = {"run": str(args.run), "configs": [{k: v for k, v in r.items() if k != "records"} for r in rows]}
+    except (RunReportError, ScoreInputError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
     return 0
 
 
