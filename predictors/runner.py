@@ -285,6 +285,41 @@ def load_run(run_dir: Path, export_dir: Path) -> tuple[dict, dict[str, str]]:
     return manifest, outputs
 
 
+def resolve_model(model, gguf_file: Optional[str] = None) -> Path:
+    """The local folder of ``--model``: a path, or a Hub id already in the local Hugging Face
+    cache (resolved offline with ``huggingface_hub.snapshot_download(local_files_only=True)``).
+
+    Raises:
+        RunnerError: the path does not exist and the id is not cached (the message says how
+            to fetch it); or a folder holds GGUF files, no ``config.json`` and no
+            ``gguf_file`` was given (the message names the files to pass as ``--gguf-file``).
+    """
+    path = Path(model)
+    if not path.exists():
+        name = str(model)
+        if name.count("/") != 1 or name.startswith((".", "/")):
+            raise RunnerError(f"{model}: model path not found (the runner never downloads; pass a local folder "
+                              "or a Hub id already in the local Hugging Face cache)")
+        from huggingface_hub import snapshot_download
+        from huggingface_hub.errors import LocalEntryNotFoundError
+
+        try:
+            path = Path(snapshot_download(name, local_files_only=True))
+        except (LocalEntryNotFoundError, OSError, ValueError):
+            from huggingface_hub.constants import HF_HUB_CACHE
+
+            raise RunnerError(f"{model}: neither a local folder nor a Hub id in the local Hugging Face cache "
+                              f"({HF_HUB_CACHE}); fetch it once with `hf download {model}` (or pass a folder); "
+                              "the runner never downloads") from None
+    if path.is_dir() and not gguf_file and not (path / "config.json").is_file():
+        ggufs = sorted(p.name for p in path.glob("*.gguf"))
+        if ggufs:
+            raise RunnerError(f"{path}: a GGUF folder without config.json; pass --gguf-file "
+                              f"{ggufs[0]}" + (f" (or one of: {', '.join(ggufs[1:])})" if len(ggufs) > 1 else "")
+                              + " and --kind llm")
+    return path
+
+
 # --------------------------------------------------------------------------- data
 
 
@@ -540,10 +575,8 @@ def run_model(model_path, config: str, out_dir, export_dir="exbind", kind: Optio
     from generator.prompt import PROMPT_VARIANTS, build_prompt, prompt_builder_hash
 
     started = time.time()
-    model_path = Path(model_path)
+    model_path = resolve_model(model_path, gguf_file)
     out_dir = Path(out_dir)
-    if not model_path.exists():
-        raise RunnerError(f"{model_path}: model path not found (the runner never downloads; pass a local folder)")
     if batch_size < 1:
         raise RunnerError(f"batch_size={batch_size}; expected >= 1")
     kind = kind or detect_kind(model_path, gguf_file)
