@@ -7,6 +7,9 @@ Command line (``python exbind.py score --help``)::
         [--compare-config targeted_table_permuted --compare preds_perm.jsonl] [--allow-unknown] \\
         [--eval-results MODEL_REPO_DIR --eval-dataset-id USER/exbind [--eval-dataset-revision SHA]]
 
+Also ``--inspect-log LOG`` (the completions of an inspect-ai log of the ``exbind`` task),
+``--run DIR`` and ``--compare-runs DIR_A DIR_B`` (:mod:`generator.run_reports`).
+
 Predictions file: JSON Lines, one object per line, ``{"case_id": "...", "output": "<raw
 model output text>"}`` (other keys are ignored; blank lines are skipped). ``output`` is the
 raw text exactly as the model produced it; the scorer parses it (SPEC §4 step 1).
@@ -21,7 +24,10 @@ accounts for every case id and prints tables. Nothing is dropped silently:
 - a case id that is not in the config is an error listing the ids (exit status 2), unless
   ``--allow-unknown``, which ignores them and lists them in the header;
 - a case id given twice, a line that is not a JSON object, or a line without a string
-  ``case_id`` / ``output`` is an error naming the line(s) (exit status 2).
+  ``case_id`` / ``output`` is an error naming the line(s) (exit status 2);
+- lines carrying ``config`` / ``records_hash`` made on another config or build are refused
+  (exit status 2; :func:`check_file_identity`); an empty file is exit status 2 unless
+  ``--allow-missing``; a partial file is reported in the header.
 
 Printed tables (paper numbering): validity and exact accuracy with Wilson 95% intervals
 (Table 7), valid/exact per representation (Table 8), applicability (Table 14),
