@@ -51,7 +51,7 @@ def broad_rows(export_dir):
 
 
 def _run(server, out, export_dir, cache, **kw):
-    args = dict(export_dir=export_dir, case_ids=CASES, concurrency=4, timeout=0.5, max_retries=2, backoff=0.01,
+    args = dict(export_dir=export_dir, case_ids=CASES, concurrency=4, timeout=3.0, max_retries=2, backoff=0.01,
                 response_cache=cache, progress=False)
     args.update(kw)
     return run_openai(server.name, "broad", out, server.url, **args)
@@ -97,7 +97,7 @@ def test_retries_failure_accounting_retry_failed_and_cache(export_dir, broad_row
     model = FirstCandidateModel()
     cache = tmp_path / "cache"
     out = tmp_path / "run"
-    with OpenAICompatServer(model, "first-candidate", FaultPlan(PLAN, slow_s=1.5)) as server:
+    with OpenAICompatServer(model, "first-candidate", FaultPlan(PLAN, slow_s=6.0)) as server:
         manifest = _run(server, out, export_dir, cache)
         chat = server.requests()
         assert Counter((e["case_id"], e["fault"]) for e in chat) == Counter(
@@ -106,14 +106,14 @@ def test_retries_failure_accounting_retry_failed_and_cache(export_dir, broad_row
             + [(CASES[4], "drop")] * 3 + [(CASES[5], "500")] * 3)
         assert (manifest["requests"], manifest["retries"], manifest["cases_failed"], manifest["cache_hits"]) == (
             15, 9, 2, 0)
-        assert manifest["sessions"][0] | {"started": None, "wall_time_s": None} == {
-            "started": None, "cases": 6, "requests": 15, "retries": 9, "failed": 2, "cache_hits": 0,
+        assert manifest["sessions"][0] | {"started": None, "wall_time_s": None, "load_time_s": None} == {
+            "started": None, "load_time_s": None, "cases": 6, "requests": 15, "retries": 9, "failed": 2, "cache_hits": 0,
             "retry_failed": False, "wall_time_s": None}
         assert (manifest["backend"], manifest["base_url"], manifest["model"], manifest["served_model"]) == (
             "openai", server.url, "first-candidate", "first-candidate")
         assert manifest["served_models"] == ["first-candidate"]
         assert manifest["server_version"] == "exbind-local-server/1"
-        assert (manifest["concurrency"], manifest["max_retries"], manifest["timeout_s"]) == (4, 2, 0.5)
+        assert (manifest["concurrency"], manifest["max_retries"], manifest["timeout_s"]) == (4, 2, 3.0)
         assert manifest["decoding"] == {"mode": "free", "temperature": 0.0, "seed": 42, "max_tokens": 96, "n": 1}
         assert (manifest["cases_done"], manifest["cases_total"], manifest["variant"]) == (6, 250, "image")
         assert manifest["finished"] is not None
@@ -156,8 +156,8 @@ def test_retries_failure_accounting_retry_failed_and_cache(export_dir, broad_row
         retried = _run(server, out, export_dir, cache, retry_failed=True)
         new = [(e["case_id"], e["fault"]) for e in server.requests()[15:]]
         assert Counter(new) == Counter([(CASES[4], None), (CASES[5], "500"), (CASES[5], None)])
-        assert retried["sessions"][-1] | {"started": None, "wall_time_s": None} == {
-            "started": None, "cases": 2, "requests": 3, "retries": 1, "failed": 0, "cache_hits": 0,
+        assert retried["sessions"][-1] | {"started": None, "wall_time_s": None, "load_time_s": None} == {
+            "started": None, "load_time_s": None, "cases": 2, "requests": 3, "retries": 1, "failed": 0, "cache_hits": 0,
             "retry_failed": True, "wall_time_s": None}
         assert (retried["requests"], retried["retries"], retried["cases_failed"], len(retried["sessions"])) == (
             18, 10, 0, 3)
