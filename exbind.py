@@ -138,8 +138,12 @@ def main(argv: list[str] | None = None) -> int:
                "  python exbind.py score --config targeted_table --predictions preds.jsonl --per-case scores.jsonl\n"
                "  python exbind.py score --config targeted_table --predictions preds.jsonl \\\n"
                "      --compare-config targeted_table_permuted --compare preds_permuted.jsonl --json report.json\n"
-               "prediction lines: {\"case_id\": \"...\", \"output\": \"<raw model output>\"}\n"
-               "exit status: 0 scored; 2 unreadable/duplicate/unknown input (the reason is printed)\n",
+               "  python exbind.py score --inspect-log logs/exbind.eval\n"
+               "  python exbind.py score --run runs/my-model\n"
+               "  python exbind.py score --compare-runs runs/model-a runs/model-b\n"
+               "prediction lines: {\"case_id\": \"...\", \"output\": \"<raw model output>\"} (optional \"config\", "
+               "\"records_hash\": checked against the export)\n"
+               "exit status: 0 scored; 2 unreadable/duplicate/unknown/mismatched or empty input (the reason is printed)\n",
     )
     from reports.score_report import add_arguments as add_score_arguments
     from publishing.hub import add_push_arguments

@@ -30,7 +30,7 @@ EPILOG = (
     "  rank_random, rank_jaccard, rank_bm25, rank_minilm    rankers over candidate_text (ties: sha256 rule)\n"
     "  rank_rrf                                             reciprocal-rank fusion (k=60) of --fuse\n"
     "  rank_oracle_minrank                                  best gold rank among --fuse (reads gold: diagnostic only)\n"
-    "output lines: {\"case_id\", \"output\", \"predictor\", ...}; rankers: output = {\"ranking\": [...]}\n"
+    "output lines: {\"case_id\", \"config\", \"records_hash\", \"output\", \"predictor\", ...}; rankers: output = {\"ranking\": [...]}\n"
 )
 
 
@@ -68,7 +68,10 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"predict: {exc}", file=sys.stderr)
         return 2
-    path = write_jsonl(args.out, preds)
+    from predictors.run_files import identity_fields
+
+    identity = identity_fields(args.export, args.config)
+    path = write_jsonl(args.out, [{"case_id": p["case_id"], **identity, **p} for p in preds])
     abstained = sum(p["output"] == "" for p in preds)
     note = f" ({abstained} abstentions)" if args.predictor in ("lexical_only", "type_only", "structural_oracle") else ""
     print(f"predict: {len(preds)} predictions of {args.predictor} on {args.config}{note} -> {path}")

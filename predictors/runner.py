@@ -6,8 +6,10 @@ local path, builds every prompt with the one prompt builder
 output folder:
 
 ``predictions.jsonl``
-    one line per case, in processing order: ``{"case_id", "output", "prompt_tokens",
-    "output_tokens", "finish_reason"}``. ``output`` is the decoded continuation exactly as
+    one line per case, in processing order: ``{"case_id", "config", "records_hash",
+    "output", "prompt_tokens", "output_tokens", "finish_reason", "seconds"}``
+    (``config`` and ``records_hash``, the export's ``canonical_records_sha256[config]``, let
+    ``score`` refuse the file for another config or build; issue 10). ``output`` is the decoded continuation exactly as
     the model produced it (special tokens skipped, nothing stripped or repaired);
     ``finish_reason`` is ``"eos"`` when the model stopped by itself and ``"length"`` when it
     hit ``max_new_tokens``. The file is what ``python exbind.py score --predictions`` reads.
@@ -283,6 +285,41 @@ def load_run(run_dir: Path, export_dir: Path) -> tuple[dict, dict[str, str]]:
     return manifest, outputs
 
 
+def resolve_model(model, gguf_file: Optional[str] = None) -> Path:
+    """The local folder of ``--model``: a path, or a Hub id already in the local Hugging Face
+    cache (resolved offline with ``huggingface_hub.snapshot_download(local_files_only=True)``).
+
+    Raises:
+        RunnerError: the path does not exist and the id is not cached (the message says how
+            to fetch it); or a folder holds GGUF files, no ``config.json`` and no
+            ``gguf_file`` was given (the message names the files to pass as ``--gguf-file``).
+    """
+    path = Path(model)
+    if not path.exists():
+        name = str(model)
+        if name.count("/") != 1 or name.startswith((".", "/")):
+            raise RunnerError(f"{model}: model path not found (the runner never downloads; pass a local folder "
+                              "or a Hub id already in the local Hugging Face cache)")
+        from huggingface_hub import snapshot_download
+        from huggingface_hub.errors import LocalEntryNotFoundError
+
+        try:
+            path = Path(snapshot_download(name, local_files_only=True))
+        except (LocalEntryNotFoundError, OSError, ValueError):
+            from huggingface_hub.constants import HF_HUB_CACHE
+
+            raise RunnerError(f"{model}: neither a local folder nor a Hub id in the local Hugging Face cache "
+                              f"({HF_HUB_CACHE}); fetch it once with `hf download {model}` (or pass a folder); "
+                              "the runner never downloads") from None
+    if path.is_dir() and not gguf_file and not (path / "config.json").is_file():
+        ggufs = sorted(p.name for p in path.glob("*.gguf"))
+        if ggufs:
+            raise RunnerError(f"{path}: a GGUF folder without config.json; pass --gguf-file "
+                              f"{ggufs[0]}" + (f" (or one of: {', '.join(ggufs[1:])})" if len(ggufs) > 1 else "")
+                              + " and --kind llm")
+    return path
+
+
 # --------------------------------------------------------------------------- data
 
 
@@ -538,10 +575,8 @@ def run_model(model_path, config: str, out_dir, export_dir="exbind", kind: Optio
     from generator.prompt import PROMPT_VARIANTS, build_prompt, prompt_builder_hash
 
     started = time.time()
-    model_path = Path(model_path)
+    model_path = resolve_model(model_path, gguf_file)
     out_dir = Path(out_dir)
-    if not model_path.exists():
-        raise RunnerError(f"{model_path}: model path not found (the runner never downloads; pass a local folder)")
     if batch_size < 1:
         raise RunnerError(f"batch_size={batch_size}; expected >= 1")
     kind = kind or detect_kind(model_path, gguf_file)
@@ -643,8 +678,9 @@ def run_model(model_path, config: str, out_dir, export_dir="exbind", kind: Optio
             per_case = (time.time() - t0) / len(idx)
             lines = []
             for row, res in zip(rows, results):
-                lines.append(json.dumps({"case_id": row["case_id"], **res, "seconds": round(per_case, 3)},
-                                        ensure_ascii=False) + "\n")
+                lines.append(json.dumps({"case_id": row["case_id"], "config": config,
+                                         "records_hash": dataset["canonical_records_sha256"], **res,
+                                         "seconds": round(per_case, 3)}, ensure_ascii=False) + "\n")
             fh.write("".join(lines))
             fh.flush()
             os.fsync(fh.fileno())
@@ -661,7 +697,12 @@ def run_model(model_path, config: str, out_dir, export_dir="exbind", kind: Optio
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``exbind.py run-model`` (add them to the subcommand's parser)."""
-    parser.add_argument("--model", required=True, type=Path, help="local checkpoint folder (never downloaded)")
+    parser.add_argument("--backend", choices=("transformers", "openai"), default="transformers",
+                        help="transformers: load --model locally (default); openai: ask an OpenAI-compatible "
+                             "server at --base-url (vLLM, SGLang, TGI, llama.cpp, hosted APIs)")
+    parser.add_argument("--model", required=True,
+                        help="transformers: a local checkpoint folder or a Hub id already in the local Hugging Face "
+                             "cache (never downloaded); openai: the served model name")
     parser.add_argument("--gguf-file", help="GGUF file name inside --model (text-only models)")
     parser.add_argument("--config", required=True, help="config to run (e.g. broad, targeted_table)")
     parser.add_argument("--export", default="exbind", type=Path, help="export folder (default ./exbind)")
@@ -679,6 +720,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=SEED, help="default 42")
     parser.add_argument("--cache-dir", help="datasets cache folder")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    server = parser.add_argument_group("--backend openai")
+    server.add_argument("--base-url", help="API root, e.g. http://127.0.0.1:8000/v1")
+    server.add_argument("--api-key-env", metavar="VAR",
+                        help="environment variable holding the API key (read at run time, never written)")
+    server.add_argument("--concurrency", type=int, default=4, help="requests in flight (default 4)")
+    server.add_argument("--timeout", type=float, default=120.0, help="seconds per request attempt (default 120)")
+    server.add_argument("--max-retries", type=int, default=4,
+                        help="retries on 429/5xx/timeouts/connection errors/malformed bodies (default 4)")
+    server.add_argument("--backoff", type=float, default=1.0, help="first retry wait in seconds, doubled each retry")
+    server.add_argument("--retry-failed", action="store_true", help="re-ask only the cases recorded as failed")
+    server.add_argument("--decoding", default="free",
+                        choices=("free", "constrained-inventory", "constrained-shape"),
+                        help="free (the frozen interface, default); constrained-* are labelled controls "
+                             "(response_format json_schema: candidate-id enums, or the keys only)")
+    server.add_argument("--response-cache", type=Path,
+                        help="response cache folder (default $EXBIND_RESPONSE_CACHE or ~/.cache/exbind/responses)")
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -690,7 +747,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                "  python exbind.py run-model --model ./my-vlm --config broad --out runs/my-vlm/broad\n"
                "  python exbind.py run-model --model DIR --gguf-file model.gguf --kind llm --config targeted_table \\\n"
                "      --out runs/llm/targeted_table --threads 2\n"
-               "exit status: 0 done; 2 unusable input (the reason is printed)\n",
+               "  python exbind.py run-model --backend openai --base-url http://127.0.0.1:8000/v1 \\\n"
+               "      --model Qwen/Qwen2.5-VL-3B-Instruct --config broad --out runs/qwen25vl/broad --concurrency 16\n"
+               "exit status: 0 done; 1 some requests still failed (--retry-failed); 2 unusable input\n",
     )
     add_arguments(parser)
     return parser
@@ -703,6 +762,8 @@ def run(args: argparse.Namespace) -> int:
         0 on success; 2 for input the runner cannot use (the reason goes to stderr).
     """
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    if args.backend == "openai":
+        return _run_openai(args)
     try:
         manifest = run_model(args.model, args.config, args.out, export_dir=args.export, kind=args.kind,
                              gguf_file=args.gguf_file, variant=args.variant, batch_size=args.batch_size,
@@ -714,6 +775,33 @@ def run(args: argparse.Namespace) -> int:
         return 2
     print(f"{args.out}: {manifest['cases_done']}/{manifest['cases_total']} cases of {args.config} "
           f"({manifest['wall_time_s']} s in total)")
+    return 0
+
+
+def _run_openai(args: argparse.Namespace) -> int:
+    from predictors.openai_backend import run_openai
+
+    if not args.base_url:
+        print("error: --backend openai needs --base-url (e.g. http://127.0.0.1:8000/v1)", file=sys.stderr)
+        return 2
+    variant = args.variant or "image"
+    try:
+        manifest = run_openai(args.model, args.config, args.out, args.base_url, export_dir=args.export,
+                              api_key_env=args.api_key_env, variant=variant, decoding=args.decoding,
+                              concurrency=args.concurrency, timeout=args.timeout, max_retries=args.max_retries,
+                              backoff=args.backoff, retry_failed=args.retry_failed, limit=args.limit,
+                              response_cache=args.response_cache, max_tokens=args.max_new_tokens, seed=args.seed,
+                              cache_dir=args.cache_dir, progress=not args.no_progress)
+    except RunnerError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"{args.out}: {manifest['cases_done']}/{manifest['cases_total']} cases of {args.config}; "
+          f"{manifest['cases_failed']} failed; {manifest['retries']} retries; {manifest['cache_hits']} cache hits "
+          f"({manifest['wall_time_s']} s in total)")
+    if manifest["cases_failed"]:
+        print(f"{manifest['cases_failed']} case(s) failed after retries (scored unresolved); "
+              "rerun with --retry-failed to re-ask only those", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -7,6 +7,9 @@ Command line (``python exbind.py score --help``)::
         [--compare-config targeted_table_permuted --compare preds_perm.jsonl] [--allow-unknown] \\
         [--eval-results MODEL_REPO_DIR --eval-dataset-id USER/exbind [--eval-dataset-revision SHA]]
 
+Also ``--inspect-log LOG`` (the completions of an inspect-ai log of the ``exbind`` task),
+``--run DIR`` and ``--compare-runs DIR_A DIR_B`` (:mod:`reports.run_reports`).
+
 Predictions file: JSON Lines, one object per line, ``{"case_id": "...", "output": "<raw
 model output text>"}`` (other keys are ignored; blank lines are skipped). ``output`` is the
 raw text exactly as the model produced it; the scorer parses it (SPEC §4 step 1).
@@ -21,7 +24,10 @@ accounts for every case id and prints tables. Nothing is dropped silently:
 - a case id that is not in the config is an error listing the ids (exit status 2), unless
   ``--allow-unknown``, which ignores them and lists them in the header;
 - a case id given twice, a line that is not a JSON object, or a line without a string
-  ``case_id`` / ``output`` is an error naming the line(s) (exit status 2).
+  ``case_id`` / ``output`` is an error naming the line(s) (exit status 2);
+- lines carrying ``config`` / ``records_hash`` made on another config or build are refused
+  (exit status 2; :func:`check_file_identity`); an empty file is exit status 2 unless
+  ``--allow-missing``; a partial file is reported in the header.
 
 Printed tables (paper numbering): validity and exact accuracy with Wilson 95% intervals
 (Table 7), valid/exact per representation (Table 8), applicability (Table 14),
@@ -45,6 +51,8 @@ import datasets
 
 from exbind_aggregate import aggregate, group_variants, paired_comparison, wilson_interval
 from exbind_scoring import CANONICAL_DIMENSION, CANONICAL_DIMENSIONS, REFERENCE_SCHEMA, score_prediction
+from publishing.prediction_identity import (IDENTITY_FIELDS, PredictionIdentityError, check_prediction_identity,
+                                           records_hash)
 from publishing.eval_files import (EvalResultsError, add_eval_results_arguments, eval_results_argument_error,
                            write_eval_results_from_args)
 from reports.report import FORMAT_ORDER, format_table
@@ -116,6 +124,30 @@ def read_predictions(path: Path) -> dict[str, str]:
         more = f"; ... and {len(repeated) - _SHOW_IDS} more" if len(repeated) > _SHOW_IDS else ""
         raise ScoreInputError(f"{path}: {len(repeated)} duplicate case id(s): {listed}{more}")
     return out
+
+
+def check_file_identity(path: Path, config: str, export_dir: Path) -> dict:
+    """Refuse a predictions file made on another config or another build (issue 10 item 5).
+
+    Lines carrying ``config`` / ``records_hash`` must name ``config`` and the export's
+    ``canonical_records_sha256[config]``; lines without them (the older format) pass.
+
+    Returns:
+        :func:`publishing.prediction_identity.check_prediction_identity`'s counts.
+
+    Raises:
+        ScoreInputError: a mismatch (the message names the case, both values and the fix).
+    """
+    lines = []
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                obj = json.loads(line)
+                lines.append({k: obj.get(k) for k in ("case_id", *IDENTITY_FIELDS)})
+    try:
+        return check_prediction_identity(lines, config, records_hash(export_dir, config), str(path))
+    except PredictionIdentityError as exc:
+        raise ScoreInputError(str(exc)) from None
 
 
 def load_config(export_dir: Path, config: str, cache_dir: Optional[str] = None) -> tuple[list[str], list[str]]:
@@ -239,7 +271,7 @@ def _paired_section(original: list[dict], variant: list[dict], resamples: int, s
 def build_report(config: str, export_dir: Path, predictions_path: Path, *, compare_config: Optional[str] = None,
                  compare_path: Optional[Path] = None, allow_unknown: bool = False, cache_dir: Optional[str] = None,
                  resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED,
-                 coordinate_frame: Optional[str] = None) -> dict:
+                 coordinate_frame: Optional[str] = None, allow_missing: bool = False) -> dict:
     """Score one predictions file (and optionally a second one for the paired comparison).
 
     Args:
@@ -252,6 +284,7 @@ def build_report(config: str, export_dir: Path, predictions_path: Path, *, compa
         cache_dir: ``datasets`` cache folder.
         resamples, seed: paired bootstrap settings (:func:`exbind_aggregate.paired_comparison`).
         coordinate_frame: frame of click predictions (:func:`score_cases`).
+        allow_missing: accept an empty predictions file (every case scored unresolved).
 
     Returns:
         Plain JSON: ``config``, ``export``, ``predictions`` (path), ``n_rows``,
@@ -263,10 +296,15 @@ def build_report(config: str, export_dir: Path, predictions_path: Path, *, compa
 
     Raises:
         ScoreInputError: see :func:`read_predictions`, :func:`load_config`,
-            :func:`score_cases`.
+            :func:`score_cases`, :func:`check_file_identity`; an empty file without
+            ``allow_missing``.
     """
     def one(cfg: str, path: Path) -> dict:
         predictions = read_predictions(path)
+        if not predictions and not allow_missing:
+            raise ScoreInputError(f"{path}: empty predictions file (no case id); nothing was predicted "
+                                  "(pass --allow-missing to score every case as unresolved)")
+        check_file_identity(path, cfg, export_dir)
         case_ids, references = load_config(export_dir, cfg, cache_dir)
         scored = score_cases(case_ids, references, predictions, allow_unknown, cfg, coordinate_frame)
         return {
@@ -312,6 +350,9 @@ def header_text(part: dict) -> str:
         f"missing {len(part['missing'])}; unknown {len(part['unknown'])}",
     ]
     if part["missing"]:
+        if part["n_predictions"]:
+            lines.append(f"partial predictions file: {part['n_rows'] - len(part['missing'])} of {part['n_rows']} "
+                         "cases predicted")
         lines.append(f"missing: {len(part['missing'])} case(s) without a prediction, scored unresolved "
                      f"({NO_PREDICTION!r}): {_list_ids(part['missing'])}")
     if part["unknown"]:
@@ -476,9 +517,16 @@ def format_report(report: dict) -> str:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``exbind.py score``."""
-    parser.add_argument("--config", required=True, help="config the predictions answer (e.g. targeted_table)")
-    parser.add_argument("--predictions", required=True, type=Path,
+    parser.add_argument("--config", help="config the predictions answer (e.g. targeted_table)")
+    parser.add_argument("--predictions", type=Path,
                         help='JSONL, one {"case_id": ..., "output": "<raw model output>"} per line')
+    parser.add_argument("--inspect-log", type=Path, metavar="LOG",
+                        help="score the completions of an inspect-ai log of the exbind task instead of --predictions")
+    parser.add_argument("--run", type=Path, metavar="DIR",
+                        help="score every config of a run-model folder (DIR/<config>/predictions.jsonl) in one table")
+    parser.add_argument("--compare-runs", type=Path, nargs=2, metavar=("DIR_A", "DIR_B"),
+                        help="per config: both runs' exact accuracy (Wilson), the paired difference B - A "
+                             "(parent-case bootstrap) and the first-violation transition matrix")
     parser.add_argument("--export", default="exbind", type=Path, help="export folder (default ./exbind)")
     parser.add_argument("--per-case", type=Path, help="write the per-case records as JSONL (config row order)")
     parser.add_argument("--compare", type=Path, help="second predictions JSONL for the paired comparison")
@@ -493,6 +541,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_eval_results_arguments(parser)
     parser.add_argument("--coordinate-frame", choices=("pixel", "unit", "thousand"),
                         help="frame of click predictions ({\"x\": .., \"y\": ..}); never guessed")
+    parser.add_argument("--allow-missing", action="store_true",
+                        help="score an empty predictions file (every case unresolved) instead of failing")
     parser.add_argument("--allow-unknown", action="store_true",
                         help="ignore (and list) predicted case ids that are not in the config instead of failing")
     parser.add_argument("--cache-dir", help="datasets cache folder (default: the datasets default)")
@@ -513,6 +563,33 @@ def run(args: argparse.Namespace) -> int:
     Returns:
         0 on success; 2 when an input cannot be scored (the reason is printed to stderr).
     """
+    if args.run or args.compare_runs:
+        return _run_folders(args)
+    if args.inspect_log:
+        from reports.run_reports import RunReportError, read_inspect_log
+
+        try:
+            config, lines = read_inspect_log(args.inspect_log)
+        except RunReportError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        if args.config and args.config != config:
+            print(f"error: {args.inspect_log} holds config {config!r}, not --config {args.config!r}", file=sys.stderr)
+            return 2
+        if args.predictions:
+            print("error: pass --inspect-log or --predictions, not both", file=sys.stderr)
+            return 2
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="exbind-inspect-") as tmp:
+            path = Path(tmp) / f"{args.inspect_log.stem}.jsonl"
+            _write_jsonl(path, lines)
+            args.config, args.predictions, args.inspect_log = config, path, None
+            return run(args)
+    if not args.config or not args.predictions:
+        print("error: score needs --config and --predictions (or --inspect-log LOG, --run DIR, "
+              "--compare-runs DIR_A DIR_B)", file=sys.stderr)
+        return 2
     if args.compare_config and args.compare is None:
         print("error: --compare-config needs --compare (the second predictions file)", file=sys.stderr)
         return 2
@@ -523,7 +600,8 @@ def run(args: argparse.Namespace) -> int:
         report = build_report(args.config, args.export, args.predictions, compare_config=args.compare_config,
                               compare_path=args.compare, allow_unknown=args.allow_unknown,
                               cache_dir=args.cache_dir, resamples=args.resamples, seed=args.seed,
-                              coordinate_frame=args.coordinate_frame)
+                              coordinate_frame=args.coordinate_frame,
+                              allow_missing=getattr(args, "allow_missing", False))
     except ScoreInputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -552,6 +630,29 @@ def run(args: argparse.Namespace) -> int:
     if args.plots:
         written = write_plots(report, args.export, args.plots, args.cache_dir)
         print(f"plots: wrote {len(written)} PNG file(s) to {args.plots}: " + ", ".join(p.name for p in written))
+    return 0
+
+
+def _run_folders(args: argparse.Namespace) -> int:
+    """``score --run DIR`` / ``score --compare-runs DIR_A DIR_B`` (:mod:`reports.run_reports`)."""
+    from reports.run_reports import RunReportError, compare_runs, format_comparison, format_run_table, score_run
+
+    try:
+        if args.compare_runs:
+            result = compare_runs(args.compare_runs[0], args.compare_runs[1], args.export, args.cache_dir,
+                                  resamples=args.resamples, seed=args.seed)
+            print(format_comparison(result))
+            payload = result
+        else:
+            rows = score_run(args.run, args.export, args.cache_dir)
+            print(format_run_table(args.run, rows))
+            payload = {"run": str(args.run), "configs": [{k: v for k, v in r.items() if k != "records"} for r in rows]}
+    except (RunReportError, ScoreInputError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
     return 0
 
 

@@ -295,12 +295,46 @@ def test_cli_predict_writes_scoreable_file(rows, export_dir, tmp_path, capsys):
                    "--export", str(export_dir), "--out", str(out)])
     assert rc == 0
     assert "120 predictions of lexical_only on targeted_table (40 abstentions)" in capsys.readouterr().out
-    assert read_jsonl(out) == predict(rows["targeted_table"], "lexical_only")
+    records_hash = json.loads((export_dir / "exbind_manifest.json").read_text())[
+        "canonical_records_sha256"]["targeted_table"]
+    # Every line names its config and the export's records hash (issue 10 item 5).
+    assert read_jsonl(out) == [{"case_id": p["case_id"], "config": "targeted_table", "records_hash": records_hash,
+                                **p} for p in predict(rows["targeted_table"], "lexical_only")]
     from exbind import main as exbind_main
 
     assert exbind_main(["score", "--config", "targeted_table", "--predictions", str(out),
                         "--export", str(export_dir)]) == 0
     assert "40" in capsys.readouterr().out
+
+    # The column-metadata ablation shares the case ids: scoring this file against it is refused.
+    assert exbind_main(["score", "--config", "targeted_table_column_metadata", "--predictions", str(out),
+                        "--export", str(export_dir)]) == 2
+    err = capsys.readouterr().err
+    assert ("case 'targeted_table_compact_0000__table' was predicted on config 'targeted_table', not "
+            "'targeted_table_column_metadata' (score it with --config targeted_table") in err
+    # Another build of the same config (another records hash) is refused too.
+    other = tmp_path / "other.jsonl"
+    lines = read_jsonl(out)
+    write_jsonl(other, [{**lines[0], "records_hash": "0" * 64}] + lines[1:])
+    assert exbind_main(["score", "--config", "targeted_table", "--predictions", str(other),
+                        "--export", str(export_dir)]) == 2
+    assert (f"was predicted on another build of 'targeted_table': records_hash {'0' * 64} in the file, "
+            f"{records_hash} in the export") in capsys.readouterr().err
+    # Old-format lines (no config field) are still accepted; a partial file is reported.
+    old = tmp_path / "old.jsonl"
+    write_jsonl(old, [{"case_id": p["case_id"], "output": p["output"]} for p in lines[:30]])
+    assert exbind_main(["score", "--config", "targeted_table", "--predictions", str(old),
+                        "--export", str(export_dir)]) == 0
+    assert "partial predictions file: 30 of 120 cases predicted" in capsys.readouterr().out
+    # An empty file is exit 2 unless --allow-missing.
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    assert exbind_main(["score", "--config", "targeted_table", "--predictions", str(empty),
+                        "--export", str(export_dir)]) == 2
+    assert "empty predictions file (no case id)" in capsys.readouterr().err
+    assert exbind_main(["score", "--config", "targeted_table", "--predictions", str(empty),
+                        "--export", str(export_dir), "--allow-missing"]) == 0
+    assert "missing: 120 case(s) without a prediction" in capsys.readouterr().out
 
 
 def test_cli_predict_errors(export_dir, tmp_path, capsys):

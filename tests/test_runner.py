@@ -121,7 +121,10 @@ def test_vlm_run_writes_predictions_scores_and_manifest(vlm_run, tiny_vlm, expor
     assert [p["case_id"] for p in preds] == VLM_CASES  # config row order
     by_id = {r["case_id"]: r for r in rows["broad"]}
     for p in preds:
-        assert set(p) == {"case_id", "output", "prompt_tokens", "output_tokens", "finish_reason", "seconds"}
+        assert set(p) == {"case_id", "config", "records_hash", "output", "prompt_tokens", "output_tokens",
+                          "finish_reason", "seconds"}
+        assert (p["config"], p["records_hash"]) == ("broad", json.loads(
+            (export_dir / "exbind_manifest.json").read_text())["canonical_records_sha256"]["broad"])
         assert isinstance(p["output"], str)
         assert 1 <= p["output_tokens"] <= 96
         assert p["finish_reason"] == ("length" if p["output_tokens"] == 96 else "eos")
@@ -306,3 +309,32 @@ def test_smollm2_reproduces_stored_reference_outputs(export_dir, tmp_path):
         ref = stored[p["case_id"]]
         assert (p["output"], p["prompt_tokens"], p["output_tokens"], p["finish_reason"]) == (
             ref["output"], ref["prompt_tokens"], ref["output_tokens"], ref["finish_reason"])
+
+
+# --------------------------------------------------------------------------- --model resolution (issue 10 item 4)
+
+
+def test_model_hub_id_from_the_local_cache_and_clear_errors(tiny_vlm, export_dir, tmp_path, monkeypatch):
+    import huggingface_hub.constants as hub_constants
+
+    cache = tmp_path / "hub"
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    snapshot = cache / "models--exbind-test--tiny-llava" / "snapshots" / commit
+    shutil.copytree(tiny_vlm, snapshot)
+    (cache / "models--exbind-test--tiny-llava" / "refs").mkdir()
+    (cache / "models--exbind-test--tiny-llava" / "refs" / "main").write_text(commit)
+    monkeypatch.setattr(hub_constants, "HF_HUB_CACHE", str(cache))
+    assert runner.resolve_model("exbind-test/tiny-llava") == snapshot
+    manifest = run_model("exbind-test/tiny-llava", "broad", tmp_path / "run", export_dir=export_dir,
+                         case_ids=["broad_table_0000__table"], threads=1, progress=False)
+    assert manifest["model_path"] == str(snapshot) and manifest["kind"] == "vlm"
+    (pred,) = _read_jsonl(tmp_path / "run" / "predictions.jsonl")
+    assert pred["case_id"] == "broad_table_0000__table"
+
+    with pytest.raises(RunnerError, match=r"exbind-test/absent: neither a local folder nor a Hub id in the local "
+                                          r"Hugging Face cache .*hf download exbind-test/absent"):
+        run_model("exbind-test/absent", "broad", tmp_path / "x", export_dir=export_dir)
+    with pytest.raises(RunnerError, match=f"a GGUF folder without config.json; pass --gguf-file {SMOLLM2_GGUF} "
+                                          "and --kind llm"):
+        run_model(_smollm2_dir(), "broad", tmp_path / "x", export_dir=export_dir)
+    assert not (tmp_path / "x").exists()
