@@ -148,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     from reports.score_report import add_arguments as add_score_arguments
     from publishing.hub import add_push_arguments
     from predictors.cli import add_arguments as add_predict_arguments
-    from predictors.runner import add_parser as add_run_model_parser
+    from predictors.run_model_cli import add_parser as add_run_model_parser
     from reports.show import add_parser as add_show_parser
 
     add_score_arguments(score)
@@ -175,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return run_push(args)
     if args.command == "run-model":
-        from predictors.runner import run as run_model
+        from predictors.run_model_cli import run as run_model
 
         return run_model(args)
     if args.command == "show":

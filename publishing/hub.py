@@ -25,6 +25,7 @@ from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi, ge
 from huggingface_hub.utils import HFValidationError, validate_repo_id
 
 from publishing.card import check_export
+from publishing.eval_files import EVALUATION_FRAMEWORK, HUB_EVALUATION_FRAMEWORKS
 from publishing.export import MANIFEST_NAME, verify_manifest
 
 REPO_TYPE = "dataset"

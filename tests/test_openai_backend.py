@@ -24,7 +24,7 @@ import torch
 
 from exbind_scoring import score_prediction
 from generator.prompt import build_prompt
-from predictors import runner
+from predictors import run_model_cli, runner
 from predictors.local_server import FaultPlan, FirstCandidateModel, OpenAICompatServer, TransformersChatModel
 from predictors.openai_backend import (build_messages, cache_key, load_png_rows, public_base_url, request_body,
                                        response_format, run_openai)
@@ -187,24 +187,24 @@ def test_api_key_comes_from_the_environment_and_is_never_written(export_dir, tmp
     monkeypatch.setenv("EXBIND_TEST_KEY", secret)
     with OpenAICompatServer(FirstCandidateModel(), "fc") as server:
         parser = argparse.ArgumentParser()
-        runner.add_parser(parser.add_subparsers(dest="command"))
+        run_model_cli.add_parser(parser.add_subparsers(dest="command"))
         base = ["run-model", "--backend", "openai", "--base-url", server.url, "--model", "fc", "--config", "broad",
                 "--export", str(export_dir), "--limit", "2", "--no-progress",
                 "--response-cache", str(tmp_path / "cache")]
-        assert runner.run(parser.parse_args(base + ["--out", str(tmp_path / "run"),
+        assert run_model_cli.run(parser.parse_args(base + ["--out", str(tmp_path / "run"),
                                                     "--api-key-env", "EXBIND_TEST_KEY"])) == 0
         assert "2/250 cases of broad; 0 failed; 0 retries; 0 cache hits" in capsys.readouterr().out
         for path in (tmp_path / "run").rglob("*"):
             assert secret not in path.read_text(encoding="utf-8"), path
         assert json.loads((tmp_path / "run" / "manifest.json").read_text())["api_key_env"] == "EXBIND_TEST_KEY"
-        assert runner.run(parser.parse_args(base + ["--out", str(tmp_path / "x"), "--api-key-env", "NOPE_UNSET"])) == 2
+        assert run_model_cli.run(parser.parse_args(base + ["--out", str(tmp_path / "x"), "--api-key-env", "NOPE_UNSET"])) == 2
         assert "--api-key-env NOPE_UNSET: the environment variable is not set" in capsys.readouterr().err
-        assert runner.run(parser.parse_args(base[:3] + base[5:] + ["--out", str(tmp_path / "y")])) == 2
+        assert run_model_cli.run(parser.parse_args(base[:3] + base[5:] + ["--out", str(tmp_path / "y")])) == 2
         assert "--backend openai needs --base-url" in capsys.readouterr().err
         with pytest.raises(RunnerError, match="--concurrency 0; expected >= 1"):
             run_openai("fc", "broad", tmp_path / "z", server.url, export_dir=export_dir, concurrency=0)
         # A model the server does not serve: HTTP 404, not retried, recorded as failed (exit 1).
-        assert runner.run(parser.parse_args(
+        assert run_model_cli.run(parser.parse_args(
             ["run-model", "--backend", "openai", "--base-url", server.url, "--model", "other", "--config", "broad",
              "--export", str(export_dir), "--limit", "1", "--no-progress", "--out", str(tmp_path / "w"),
              "--response-cache", str(tmp_path / "cache")])) == 1

@@ -27,7 +27,7 @@ import torch
 
 from exbind_scoring import score_prediction
 from generator.prompt import build_prompt, prompt_builder_hash
-from predictors import runner
+from predictors import run_model_cli, runner
 from predictors.runner import (RunExportMismatch, RunnerError, RunSettingsMismatch, check_run_matches_export,
                                run_model)
 
@@ -236,10 +236,10 @@ def test_runner_rejects_unusable_inputs(tiny_vlm, export_dir, tmp_path, capsys):
     import argparse
 
     parser = argparse.ArgumentParser()
-    runner.add_parser(parser.add_subparsers(dest="command"))
+    run_model_cli.add_parser(parser.add_subparsers(dest="command"))
     args = parser.parse_args(["run-model", "--model", str(tiny_vlm), "--config", "broad", "--export",
                               str(export_dir), "--out", str(tmp_path / "y"), "--kind", "llm", "--variant", "image"])
-    assert runner.run(args) == 2
+    assert run_model_cli.run(args) == 2
     assert "error: a text-only model (kind llm) needs variant 'text'" in capsys.readouterr().err
 
 
