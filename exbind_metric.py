@@ -1,7 +1,9 @@
 """ExBind metric for ``evaluate``: stage-localized scoring of executable references.
 
-Load it by path (``evaluate`` copies this file and its two sibling modules,
-``exbind_scoring.py`` and ``exbind_aggregate.py``, into its module cache)::
+Load it by path (``evaluate`` copies this file and the sibling modules it imports with a
+relative import, listed by :func:`exbind_metric_files.metric_files`, into its module
+cache; it follows only this file's own imports, so every evaluator module is imported
+here, including those only the others use)::
 
     metric = evaluate.load("path/to/exbind_metric.py")
     metric.add_batch(predictions=outputs, references=batch["reference"])
@@ -14,8 +16,20 @@ this class only declares the input contract and calls them.
 import datasets
 import evaluate
 
+# Each relative import below is what makes evaluate copy that file (its loader reads only
+# this file's ``from .x import`` lines, and a trailing comment there would be read as a URL).
 from .exbind_aggregate import aggregate
+from .exbind_legacy_rules import legacy_stage_scores
+from .exbind_parse import parse_prediction
+from .exbind_rankings import score_click
+from .exbind_reference import load_reference
 from .exbind_scoring import COORDINATE_FRAMES, REFERENCE_SCHEMA, score_prediction
+from .exbind_stages import score_reference
+from .exbind_vocabulary import FIRST_VIOLATION_LABELS
+
+# Referenced so the imports above read as used: they exist to have evaluate copy the files.
+_COPIED_SIBLINGS = (legacy_stage_scores, parse_prediction, score_click, load_reference, score_reference,
+                    FIRST_VIOLATION_LABELS)
 
 METRIC_VERSION = "exbind.metric.v1"
 

@@ -156,6 +156,38 @@ def through_evaluate(preds: list[str], refs: list[str], batch_size: int) -> dict
     return metric.compute()
 
 
+def worst_cases() -> list[tuple[str, str]]:
+    """The hostile outputs of issue 11 item 2 (each once stalled scoring for seconds to minutes)."""
+    head = '{"a":[' * 256
+    return [
+        ("'{\"a\":[' * 256 + '1,' * N, 1 MB", head + "1," * ((1_000_000 - len(head)) // 2)),
+        ("'{\"a\":[' * 256 + '1,' * N, 10 MB", head + "1," * ((10_000_000 - len(head)) // 2)),
+        ("10 MB of '{'", "{" * 10_000_000),
+        ("10 MB of '{\"'", '{"' * 5_000_000),
+        ("unclosed fence + 1 MB tag", "```" + "a" * 1_000_000),
+        ("3000-deep object around the answer", '{"a": ' * 3000 + '{"cell_id": "x"}' + "}" * 3000),
+    ]
+
+
+def worst_case_rows(reference: str) -> list[tuple[str, float, float, str]]:
+    """``(name, score_prediction seconds, json.loads seconds, status/parse_path)`` per worst case."""
+    rows = []
+    for name, text in worst_cases():
+        record: dict = {}
+        t_score = _time(lambda: record.update(score_prediction(text, reference)))
+        t_floor = _time(lambda: floor([text]))
+        rows.append((name, t_score, t_floor, f"{record['status']}/{record['parse_path']}"))
+    return rows
+
+
+def print_worst_cases(reference: str) -> None:
+    """Print every worst case next to the json.loads floor of the same string."""
+    print(f"{'worst-case prediction':<42}{'score s':>9}{'loads s':>9}{'x floor':>9}  result")
+    for name, t_score, t_floor, outcome in worst_case_rows(reference):
+        ratio = f"{t_score / t_floor:>9.2f}" if t_floor >= 1e-3 else f"{'(<1 ms)':>9}"
+        print(f"{name:<42}{t_score:>9.3f}{t_floor:>9.3f}{ratio}  {outcome}")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=100_000, help="number of predictions (default 100000)")
