@@ -22,7 +22,7 @@ from .exbind_aggregate import aggregate
 from .exbind_legacy_rules import legacy_stage_scores
 from .exbind_parse import parse_prediction
 from .exbind_rankings import score_click
-from .exbind_reference import load_reference
+from .exbind_reference import load_reference, reference_type_error
 from .exbind_scoring import COORDINATE_FRAMES, REFERENCE_SCHEMA, score_prediction
 from .exbind_stages import score_reference
 from .exbind_vocabulary import FIRST_VIOLATION_LABELS
@@ -51,7 +51,10 @@ The first violated constraint under the family's declared order localizes the fa
 _KWARGS_DESCRIPTION = r"""
 Args:
     predictions: list of raw model output strings. Any text is scored (malformed JSON,
-        prose, empty strings: unresolved, never an exception), but ``evaluate`` stores
+        prose, empty strings: unresolved, never an exception; a missing output, None or a
+        number, is unresolved too). A dict or list (an already-parsed answer) raises
+        ``ValueError`` naming its position: pass ``json.dumps(value)``, as ``exbind.py
+        score`` requires of a predictions file's ``output``. ``evaluate`` stores
         inputs in Arrow (UTF-8), so a string with a lone surrogate is refused by
         ``add_batch`` / ``compute`` before scoring; decode model outputs with
         ``errors="replace"`` (the core ``exbind_scoring.score_prediction`` accepts them).
@@ -94,9 +97,11 @@ Returns:
     In distributed use only the process with ``process_id=0`` gets the result; the
     others get None.
 Raises:
-    exbind_scoring.ReferenceError: when a reference is not an ExBind reference or has an
-        unknown ``schema`` version (the message names the field); a malformed
-        *prediction* never raises.
+    exbind_scoring.ReferenceError: when a reference is not a string (in any position of a
+        batch), not an ExBind reference or has an unknown ``schema`` version (the message
+        names the field).
+    ValueError: when a prediction is a dict or a list (pass ``json.dumps(value)``); a
+        malformed prediction *text* never raises.
 Examples:
     A reference is the ``reference`` column of any ExBind config (``batch["reference"]``).
     To stay self-contained this example writes a minimal one by hand: a table whose
@@ -211,8 +216,9 @@ class ExBindMetric(evaluate.Metric):
 
     # evaluate type-checks only the first item of a batch against the string feature, so a
     # None or a number there would raise while the same value later in the batch is cast.
-    # Coercing every non-string output to "" makes the rule position-independent: such an
-    # output is scored `unresolved`, and a malformed prediction never raises.
+    # Coercing every missing output (None, a number) to "" makes the rule position-independent:
+    # such an output is scored `unresolved`. A dict or list is refused in any position, and a
+    # reference that is not a string raises the scorer's ReferenceError in any position.
     def add(self, *, prediction=None, reference=None, coordinate_frame=None, **kwargs):
         """Add one prediction and reference (a non-string prediction is scored unresolved).
 
@@ -222,6 +228,7 @@ class ExBindMetric(evaluate.Metric):
         frame = kwargs.pop("coordinate_frames", None)
         if frame is None:
             frame = _frame(coordinate_frame)
+        _check_references([reference])
         return super().add(prediction=_as_text(prediction), reference=reference, coordinate_frames=frame, **kwargs)
 
     def add_batch(self, *, predictions=None, references=None, coordinate_frame=None, **kwargs):
@@ -233,6 +240,7 @@ class ExBindMetric(evaluate.Metric):
         frames = kwargs.pop("coordinate_frames", None)  # set when evaluate's compute() calls this
         if frames is None:
             frames = _frames(coordinate_frame, predictions)
+        _check_references(references)
         return super().add_batch(predictions=_as_texts(predictions), references=references,
                                  coordinate_frames=frames, **kwargs)
 
@@ -243,6 +251,7 @@ class ExBindMetric(evaluate.Metric):
         were added without a frame.
         """
         frames = _frames(coordinate_frame, predictions)
+        _check_references(references)
         return super().compute(predictions=_as_texts(predictions), references=references,
                                coordinate_frames=frames, coordinate_frame=coordinate_frame, **kwargs)
 
@@ -260,13 +269,36 @@ class ExBindMetric(evaluate.Metric):
         return result
 
 
-def _as_text(prediction):
-    """A raw output string, or "" (scored unresolved) for anything that is not a string."""
+def _as_text(prediction, index: int = 0):
+    """A raw output string, or "" (scored unresolved) for a missing output (None, a number).
+
+    Raises:
+        ValueError: for a dict or list (an already-parsed answer), with the fix; the
+            ``exbind.py score`` command refuses the same values in a predictions file.
+    """
+    if isinstance(prediction, (dict, list)):
+        raise ValueError(
+            f"predictions[{index}]: must be the raw model output as a string, got {type(prediction).__name__} "
+            "(pass json.dumps(value) for a parsed reference)")
     return prediction if isinstance(prediction, str) else ""
 
 
 def _as_texts(predictions):
-    return None if predictions is None else [_as_text(p) for p in predictions]
+    return None if predictions is None else [_as_text(p, i) for i, p in enumerate(predictions)]
+
+
+def _check_references(references) -> None:
+    """Every reference must be a string, wherever it sits in the batch (evaluate's own check
+    looks at the first item only and words it differently)."""
+    if references is None or isinstance(references, str):
+        return
+    try:
+        items = list(references)
+    except TypeError:  # not a batch: let evaluate report the input error
+        return
+    for reference in items:
+        if not isinstance(reference, str):
+            raise reference_type_error(reference)
 
 
 def _frame(coordinate_frame) -> str:

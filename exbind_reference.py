@@ -49,11 +49,16 @@ def load_reference(reference: str) -> dict:
             field is missing; the message names the field and the fix.
     """
     if not isinstance(reference, str):  # checked before the cache: a dict is unhashable
-        raise ReferenceError(
-            f"references: expected the dataset's `reference` JSON string, got {type(reference).__name__}; "
-            "pass batch['reference'] from an ExBind config"
-        )
+        raise reference_type_error(reference)
     return _load_reference(reference)
+
+
+def reference_type_error(reference) -> ReferenceError:
+    """The error for a ``reference`` that is not a string (the same text wherever it is met)."""
+    return ReferenceError(
+        f"references: expected the dataset's `reference` JSON string, got {type(reference).__name__}; "
+        "pass batch['reference'] from an ExBind config"
+    )
 
 
 @functools.lru_cache(maxsize=8192)
@@ -88,23 +93,84 @@ def _load_reference(reference: str) -> dict:
     return payload
 
 
-# Target-spec fields each family's stages and executor read (SPEC §11).
+# Target-spec fields each family's stages and executor read (SPEC §11), with their checks.
+def _is_pair(value) -> bool:
+    """A ``[col, row]``-style pair of JSON numbers (bools excluded)."""
+    return type(value) is list and len(value) == 2 and all(type(v) in (int, float) for v in value)
+
+
+def _is_triples(value) -> bool:
+    """A list of ``[a, b, label]`` string triples (graph edges, legacy containment)."""
+    return type(value) is list and all(type(e) is list and len(e) == 3 and all(isinstance(v, str) for v in e)
+                                       for e in value)
+
+
+def _is_conditions(value) -> bool:
+    """A list of ``[column, value]`` pairs whose column is a string (table conditions)."""
+    return type(value) is list and all(type(c) is list and len(c) == 2 and isinstance(c[0], str) for c in value)
+
+
+_STR = (lambda v: isinstance(v, str), "a string")
+_DICT = (lambda v: isinstance(v, dict), "an object")
+_LIST = (lambda v: type(v) is list, "a list")
+_INT = (lambda v: type(v) is int, "an integer")
 _TARGET_FIELDS = {
-    "relational": {"entity": str, "attributes": dict, "anchor": str, "anchor_position": list, "relation": str},
-    "hierarchy": {"entity": str, "group": str, "path": list, "kind": str},
-    "graph": {"source": str, "target": str, "edge_label": str, "edges": list, "attributes": dict},
-    "table": {"entity": str, "row": int, "column": str, "conditions": list},
+    "relational": {"entity": _STR, "attributes": _DICT, "anchor": _STR, "relation": _STR,
+                   "anchor_position": (_is_pair, "a [col, row] pair of numbers")},
+    "hierarchy": {"entity": _STR, "group": _STR, "path": _LIST, "kind": _STR},
+    "graph": {"source": _STR, "target": _STR, "edge_label": _STR, "attributes": _DICT,
+              "edges": (_is_triples, "a list of [source, target, label] string triples")},
+    "table": {"entity": _STR, "row": _INT, "column": _STR,
+              "conditions": (_is_conditions, "a list of [column, value] pairs")},
 }
+# Record fields copied into every per-case record and used as aggregation keys.
+_OPTIONAL_TEXT_FIELDS = ("suite", "condition", "group_id", "parent_case_id", "latent_id", "generator_version")
+
+
+def _validate_candidate(index: int, cand, family: str, fail) -> None:
+    """One candidate's meaning fields (the ones the stages and the executor read)."""
+    if not isinstance(cand, dict):
+        fail("candidates", f"entry {index} is {type(cand).__name__}; each candidate is an object")
+    for key in ("id", "type", "entity", "semantic_id"):
+        if not isinstance(cand.get(key), str):
+            fail("candidates", f"entry {index}: `{key}` must be a string, got {cand.get(key)!r}")
+    where = f"entry {index} ({cand['id']!r})"
+    if "canonical" in cand and not isinstance(cand["canonical"], bool):
+        fail("candidates", f"{where}: `canonical` must be true or false")
+    attrs = cand.get("attributes")
+    if attrs is not None and not isinstance(attrs, dict):
+        fail("candidates", f"{where}: `attributes` must be an object or null, got {type(attrs).__name__}")
+    if family == "relational":
+        pos = cand.get("position")
+        if pos is not None and not _is_pair(pos):
+            fail("candidates", f"{where}: `position` must be a [col, row] pair of numbers or null, got {pos!r}")
+    elif family == "table":
+        if type(cand.get("row")) is not int or not isinstance(cand.get("column"), str):
+            fail("candidates", f"{where}: a table cell needs an integer `row` and a string `column`")
+    elif family == LEGACY_FAMILY and attrs:
+        for key in ("source", "target"):
+            if attrs.get(key) is not None and not isinstance(attrs[key], str):
+                fail("candidates", f"{where}: `attributes.{key}` must be an endpoint entity string or null")
 
 
 def _validate_reference(payload: dict) -> None:
-    """Check the structure the scorer relies on; raise :class:`ReferenceError` naming the field."""
+    """Check every field the scorer, the executor and the aggregate read.
+
+    Raises :class:`ReferenceError` naming the field (``candidates`` entries by index and
+    key, target fields as ``target.<name>``), so no later step meets a raw ``KeyError``,
+    ``TypeError``, ``ValueError`` or ``AttributeError`` (issue 11 item 8).
+    """
     case = payload.get("case_id")
 
     def fail(field: str, problem: str):
         raise ReferenceError(f"reference field `{field}` {problem} (case {case!r}); "
                              "pass the dataset's `reference` column unchanged")
 
+    if not isinstance(case, str) or not case:
+        fail("case_id", "must be a non-empty string")
+    for name in _OPTIONAL_TEXT_FIELDS:
+        if payload.get(name) is not None and not isinstance(payload[name], str):
+            fail(name, f"must be a string or null, got {type(payload[name]).__name__}")
     fmt, family = payload["format"], payload["family"]
     if not isinstance(fmt, str) or fmt not in OUTPUT_KEYS:
         fail("format", f"is {fmt!r}; expected one of {sorted(OUTPUT_KEYS)}")
@@ -118,21 +184,24 @@ def _validate_reference(payload: dict) -> None:
     if payload["declared_order"] != list(DECLARED_ORDERS[family]):
         fail("declared_order", f"differs from the {family} order {list(DECLARED_ORDERS[family])}")
     stages = payload["applicable_stages"]
-    if not isinstance(stages, list) or not set(stages) <= set(DECLARED_ORDERS[family]):
+    if (type(stages) is not list or not all(isinstance(s, str) for s in stages)
+            or not set(stages) <= set(DECLARED_ORDERS[family])):
         fail("applicable_stages", f"must be a list drawn from {list(DECLARED_ORDERS[family])}")
     cands = payload["candidates"]
-    if not isinstance(cands, list) or not cands:
+    if type(cands) is not list or not cands:
         fail("candidates", "must be a non-empty list of candidate objects")
-    for c in cands:
-        if not isinstance(c, dict) or not all(isinstance(c.get(k), str) for k in ("id", "type", "entity")):
-            fail("candidates", "entries need string `id`, `type` and `entity`")
+    for index, cand in enumerate(cands):
+        _validate_candidate(index, cand, family, fail)
     ids = {c["id"] for c in cands}
     if len(ids) != len(cands):
         fail("candidates", "has duplicate ids")
     gold = payload["gold"]
-    if (not isinstance(gold, dict) or list(gold) != list(OUTPUT_KEYS[fmt])
-            or not all(isinstance(v, str) and v in ids for v in gold.values())):
+    if not isinstance(gold, dict) or list(gold) != list(OUTPUT_KEYS[fmt]):
         fail("gold", f"must map {list(OUTPUT_KEYS[fmt])} to candidate ids")
+    for key, ident in gold.items():
+        if not isinstance(ident, str) or ident not in ids:
+            fail("gold", f"must map {list(OUTPUT_KEYS[fmt])} to candidate ids; {key!r} is {ident!r}, "
+                         "not a candidate id")
     target = payload["target"]
     if not isinstance(target, dict):
         fail("target", "must be an object (the target spec)")
@@ -142,10 +211,9 @@ def _validate_reference(payload: dict) -> None:
         if stages != list(LEGACY_APPLICABLE_STAGES[task]):
             fail("applicable_stages", f"must be {list(LEGACY_APPLICABLE_STAGES[task])} for a legacy {task} task")
         return
-    for name, kind in _TARGET_FIELDS[family].items():
-        if not isinstance(target.get(name), kind):
-            fail(f"target.{name}", f"must be a {kind.__name__} for the {family} family")
-
+    for name, (check, what) in _TARGET_FIELDS[family].items():
+        if not check(target.get(name)):
+            fail(f"target.{name}", f"must be {what} for the {family} family, got {target.get(name)!r}")
 
 
 load_reference.cache_clear = _load_reference.cache_clear  # type: ignore[attr-defined]
