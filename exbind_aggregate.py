@@ -216,9 +216,11 @@ def click_summary(records: list[dict]):
     click, invalid ones included, is in the denominators.
 
     Returns:
-        None when no record is a click; else ``{"n_clicks", "n_in_box",
-        "point_in_box_accuracy", "point_in_box_accuracy_ci", "n_loose", "loose_accuracy",
-        "loose_accuracy_ci", "classes"}``: accuracy = clicks inside the gold candidate's box
+        None when no record is a click; else ``{"n_outside_frame", "frame_warning",
+        "n_clicks", "n_in_box", "point_in_box_accuracy", "point_in_box_accuracy_ci",
+        "n_loose", "loose_accuracy", "loose_accuracy_ci", "classes"}``: ``n_outside_frame``
+        counts clicks read but outside their frame, and ``frame_warning``
+        (:func:`click_frame_warning`) is a sentence when most clicks are, else None; accuracy = clicks inside the gold candidate's box
         (``loose``: within twice the gold box's diagonal of its centre) / ``n_clicks``,
         with Wilson 95% intervals ``[low, high]``; ``classes`` counts ``target``,
         ``distractor``, ``neither`` and ``invalid`` (they sum to ``n_clicks``).
@@ -229,8 +231,11 @@ def click_summary(records: list[dict]):
     n = len(clicks)
     in_box = sum(1 for c in clicks if c["in_gold_box"])
     loose = sum(1 for c in clicks if c["loose_hit"])
+    outside = sum(1 for c in clicks if c.get("outside_frame"))
     classes = Counter(c["class"] for c in clicks)
     return {
+        "n_outside_frame": outside,
+        "frame_warning": click_frame_warning(outside, n),
         "n_clicks": n,
         "n_in_box": in_box,
         "point_in_box_accuracy": rate(in_box, n),
@@ -240,6 +245,22 @@ def click_summary(records: list[dict]):
         "loose_accuracy_ci": wilson_interval(loose, n),
         "classes": {label: classes[label] for label in CLICK_CLASSES},
     }
+
+
+def click_frame_warning(n_outside: int, n_clicks: int):
+    """The warning for a run whose clicks mostly lie outside their frame (issue 11 item 9).
+
+    Clicks given in thousandths but scored as pixels (or pixels scored as ``unit``) fall
+    outside the image and all score invalid, which looks like a model that cannot click.
+
+    Returns:
+        A sentence naming the counts and the fix when ``n_outside > n_clicks / 2``, else None.
+    """
+    if not n_clicks or 2 * n_outside <= n_clicks:
+        return None
+    return (f"{n_outside} of {n_clicks} clicks lie outside the image in their coordinate frame "
+            "(pixel: [0, width] x [0, height]; unit: [0, 1]; thousand: [0, 1000]); were they given in "
+            "another frame? Pass the frame the model was asked for (coordinate_frame / --coordinate-frame)")
 
 
 def aggregate(records: list[dict]) -> dict:

@@ -13,6 +13,8 @@ All scoring lives in ``exbind_scoring`` (per case) and ``exbind_aggregate`` (ove
 this class only declares the input contract and calls them.
 """
 
+import warnings
+
 import datasets
 import evaluate
 
@@ -260,6 +262,8 @@ class ExBindMetric(evaluate.Metric):
         frames = coordinate_frames or [""] * len(predictions)
         records = [score_prediction(p, r, f or coordinate_frame) for p, r, f in zip(predictions, references, frames)]
         result = aggregate(records)
+        if result["click"] and result["click"]["frame_warning"]:
+            warnings.warn(result["click"]["frame_warning"], UserWarning, stacklevel=4)
         result["metric_version"] = METRIC_VERSION
         result["reference_schema"] = REFERENCE_SCHEMA
         versions = sorted({r["generator_version"] for r in records if r.get("generator_version")})

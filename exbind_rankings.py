@@ -209,9 +209,10 @@ def resolve_click(ref: dict, x_px: float, y_px: float) -> Optional[dict]:
     return best
 
 
-def _click_info(x_px=None, y_px=None, in_gold_box=False, loose_hit=False, klass="invalid", hit_id=None) -> dict:
+def _click_info(x_px=None, y_px=None, in_gold_box=False, loose_hit=False, klass="invalid", hit_id=None,
+                outside_frame=False) -> dict:
     return {"x_px": x_px, "y_px": y_px, "in_gold_box": in_gold_box, "loose_hit": loose_hit, "class": klass,
-            "hit_id": hit_id}
+            "hit_id": hit_id, "outside_frame": outside_frame}
 
 
 def score_click(ref: dict, value: Any, parse_path: str = "strict", coordinate_frame: Optional[str] = None) -> dict:
@@ -241,7 +242,10 @@ def score_click(ref: dict, value: Any, parse_path: str = "strict", coordinate_fr
         inclusive), ``"loose_hit"`` (bool: within twice the gold box's diagonal of its
         centre), ``"class"`` (``"target"``: resolves to the gold entity; ``"distractor"``:
         to another entity; ``"neither"``: inside the image but in no box; ``"invalid"``:
-        anything else), ``"hit_id"`` (the candidate whose box was hit, or None)``}``.
+        anything else), ``"hit_id"`` (the candidate whose box was hit, or None),
+        ``"outside_frame"`` (bool: the point was read but lies outside its frame; when most
+        clicks of a run do, :func:`exbind_aggregate.click_summary` warns that they were
+        probably given in another frame)``}``.
     """
     point, reason = read_click(value)
     if point is None:
@@ -268,7 +272,7 @@ def score_click(ref: dict, value: Any, parse_path: str = "strict", coordinate_fr
     ex, ey = (width, height) if extent is None else (extent, extent)
     if not (0.0 <= fx <= ex and 0.0 <= fy <= ey):
         reason = f"click ({x}, {y}) is outside the {coordinate_frame} frame [0, {ex:g}] x [0, {ey:g}]"
-        return _click_record(_unscored(ref, "invalid", parse_path, reason, given), _click_info())
+        return _click_record(_unscored(ref, "invalid", parse_path, reason, given), _click_info(outside_frame=True))
     x_px, y_px = (fx, fy) if extent is None else (fx * width / extent, fy * height / extent)
     by_id = ref["_by_id"]
     gold_cand = by_id[ref["gold"][ref["output_keys"][0]]]
