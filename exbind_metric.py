@@ -22,6 +22,7 @@ import evaluate
 # this file's ``from .x import`` lines, and a trailing comment there would be read as a URL).
 from .exbind_aggregate import aggregate
 from .exbind_legacy_rules import legacy_stage_scores
+from .exbind_paired import paired_comparison
 from .exbind_parse import parse_prediction
 from .exbind_rankings import score_click
 from .exbind_reference import load_reference, reference_type_error
@@ -30,7 +31,7 @@ from .exbind_stages import score_reference
 from .exbind_vocabulary import FIRST_VIOLATION_LABELS
 
 # Referenced so the imports above read as used: they exist to have evaluate copy the files.
-_COPIED_SIBLINGS = (legacy_stage_scores, parse_prediction, score_click, load_reference, score_reference,
+_COPIED_SIBLINGS = (legacy_stage_scores, paired_comparison, parse_prediction, score_click, load_reference, score_reference,
                     FIRST_VIOLATION_LABELS)
 
 METRIC_VERSION = "exbind.metric.v1"

@@ -37,8 +37,8 @@ def metric_files(name: str = "exbind_metric", root: Optional[Union[str, Path]] =
 
     Returns:
         An insertion-ordered dict: the script first, then each sibling in the order the
-        script imports it (today nine files: the script, ``exbind_aggregate.py``,
-        ``exbind_legacy_rules.py``, ``exbind_parse.py``, ``exbind_rankings.py``,
+        script imports it (today ten files: the script, ``exbind_aggregate.py``,
+        ``exbind_legacy_rules.py``, ``exbind_paired.py``, ``exbind_parse.py``, ``exbind_rankings.py``,
         ``exbind_reference.py``, ``exbind_scoring.py``, ``exbind_stages.py``,
         ``exbind_vocabulary.py``).
 

@@ -14,7 +14,8 @@ from exbind_metric_files import ROOT, metric_files
 from exbind_scoring import score_prediction
 from generator.release import broad_plans, generate_latent
 
-EXPECTED = ["exbind.py", "exbind_aggregate.py", "exbind_legacy_rules.py", "exbind_parse.py", "exbind_rankings.py",
+EXPECTED = ["exbind.py", "exbind_aggregate.py", "exbind_legacy_rules.py", "exbind_paired.py", "exbind_parse.py",
+            "exbind_rankings.py",
             "exbind_reference.py", "exbind_scoring.py", "exbind_stages.py", "exbind_vocabulary.py"]
 
 
