@@ -225,7 +225,7 @@ def aggregate(records: list[dict]) -> dict:
         enter every other figure through the reference they are scored as (the top-1; the
         resolved canonical reference).
     """
-    counts = Counter(_signatures(records))
+    counts = _signatures(records)
     tally = _Tally()
     for signature, count in counts.items():
         tally.add(signature, count)
@@ -244,7 +244,7 @@ def aggregate(records: list[dict]) -> dict:
     for field in ("format", "family", "condition"):
         groups = tally.groups[field]
         out[f"by_{field}"] = {key: tally.headline(*groups[key]) for key in sorted(groups)}
-    grouped = [r for r in records if r.get("group_id")] if tally.any_grouped else []
+    grouped = list(filter(_GROUP, records))
     out["cross_format_consistency"] = cross_format_consistency(grouped)
     out["parse_paths"] = dict(sorted(tally.parse_paths.items()))
     out["statuses"] = dict(sorted(tally.statuses.items()))
@@ -254,7 +254,7 @@ def aggregate(records: list[dict]) -> dict:
     return out
 
 
-_SCALARS = itemgetter("status", "parse_path", "family", "first_violation")
+_SCALARS = itemgetter("status", "parse_path", "family", "first_violation", "format", "condition")
 _SCORES = itemgetter("scores")
 _VIOLATIONS = itemgetter("violations")
 _POSSIBLE = itemgetter("possible_first_violations")
@@ -262,17 +262,23 @@ _FORMAT = methodcaller("get", "format")
 _CONDITION = methodcaller("get", "condition")
 _KIND = methodcaller("get", "kind", "reference")
 _GROUP = methodcaller("get", "group_id")
+_FIRST_FOUR = itemgetter("status", "parse_path", "family", "first_violation")
 
 
-def _signatures(records: list[dict]):
-    """Per record, the fields any aggregate figure reads, as a hashable tuple ``((status,
-    parse_path, family, first_violation), stages, their 0/1 scores, violations, possible
-    first violations, format, condition, kind, grouped)``; built by C-level ``map``s (no
-    Python call per record)."""
-    return zip(map(_SCALARS, records), map(tuple, map(_SCORES, records)), map(tuple, map(dict.values, map(_SCORES, records))),
-               map(tuple, map(_VIOLATIONS, records)), map(tuple, map(_POSSIBLE, records)),
-               map(_FORMAT, records), map(_CONDITION, records), map(_KIND, records),
-               map(bool, map(_GROUP, records)))
+def _signatures(records: list[dict]) -> Counter:
+    """Counts of per-record signatures: the fields any aggregate figure reads, as a hashable
+    tuple ``((status, parse_path, family, first_violation, format, condition), stages, their
+    0/1 scores, violations, possible first violations, kind)``; built by C-level ``map``s (no
+    Python call per record). Records without ``format`` or ``condition`` (hand-made ones)
+    take the same path with ``dict.get`` for those two fields."""
+    def build(scalars):
+        return zip(scalars, map(tuple, map(_SCORES, records)), map(tuple, map(dict.values, map(_SCORES, records))),
+                   map(tuple, map(_VIOLATIONS, records)), map(tuple, map(_POSSIBLE, records)), map(_KIND, records))
+    try:
+        return Counter(build(map(_SCALARS, records)))
+    except KeyError:
+        return Counter(build(map(tuple.__add__, map(_FIRST_FOUR, records),
+                                 zip(map(_FORMAT, records), map(_CONDITION, records)))))
 
 
 class _Tally:
@@ -285,10 +291,9 @@ class _Tally:
         self.parse_paths, self.statuses, self.kinds = Counter(), Counter(), Counter()
         self.groups: dict[str, dict] = {"format": {}, "family": {}, "condition": {}}
         self.passed: dict[str, Counter] = {}  # family -> {leading declared stages passed: count}
-        self.any_grouped = False
 
     def add(self, signature: tuple, c: int) -> None:
-        (status, parse_path, family, first), stages, values, violations, possible, fmt, condition, kind, grouped = signature
+        (status, parse_path, family, first, fmt, condition), stages, values, violations, possible, kind = signature
         scores = tuple(zip(stages, values))
         valid, exact = int(status == "valid"), 0
         for stage, score in scores:
@@ -320,7 +325,6 @@ class _Tally:
         self.parse_paths[parse_path] += c
         self.statuses[status] += c
         self.kinds[kind] += c
-        self.any_grouped = self.any_grouped or grouped
 
     @staticmethod
     def headline(n: int, n_valid: int, n_exact: int) -> dict:
