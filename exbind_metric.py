@@ -1,7 +1,9 @@
 """ExBind metric for ``evaluate``: stage-localized scoring of executable references.
 
-Load it by path (``evaluate`` copies this file and its two sibling modules,
-``exbind_scoring.py`` and ``exbind_aggregate.py``, into its module cache)::
+Load it by path (``evaluate`` copies this file and the sibling modules it imports with a
+relative import, listed by :func:`exbind_metric_files.metric_files`, into its module
+cache; it follows only this file's own imports, so every evaluator module is imported
+here, including those only the others use)::
 
     metric = evaluate.load("path/to/exbind_metric.py")
     metric.add_batch(predictions=outputs, references=batch["reference"])
@@ -11,11 +13,26 @@ All scoring lives in ``exbind_scoring`` (per case) and ``exbind_aggregate`` (ove
 this class only declares the input contract and calls them.
 """
 
+import warnings
+
 import datasets
 import evaluate
 
+# Each relative import below is what makes evaluate copy that file (its loader reads only
+# this file's ``from .x import`` lines, and a trailing comment there would be read as a URL).
 from .exbind_aggregate import aggregate
+from .exbind_legacy_rules import legacy_stage_scores
+from .exbind_paired import paired_comparison
+from .exbind_parse import parse_prediction
+from .exbind_rankings import score_click
+from .exbind_reference import load_reference, reference_type_error
 from .exbind_scoring import COORDINATE_FRAMES, REFERENCE_SCHEMA, score_prediction
+from .exbind_stages import score_reference
+from .exbind_vocabulary import FIRST_VIOLATION_LABELS
+
+# Referenced so the imports above read as used: they exist to have evaluate copy the files.
+_COPIED_SIBLINGS = (legacy_stage_scores, paired_comparison, parse_prediction, score_click, load_reference, score_reference,
+                    FIRST_VIOLATION_LABELS)
 
 METRIC_VERSION = "exbind.metric.v1"
 
@@ -37,10 +54,14 @@ The first violated constraint under the family's declared order localizes the fa
 _KWARGS_DESCRIPTION = r"""
 Args:
     predictions: list of raw model output strings. Any text is scored (malformed JSON,
-        prose, empty strings: unresolved, never an exception), but ``evaluate`` stores
-        inputs in Arrow (UTF-8), so a string with a lone surrogate is refused by
-        ``add_batch`` / ``compute`` before scoring; decode model outputs with
-        ``errors="replace"`` (the core ``exbind_scoring.score_prediction`` accepts them).
+        prose, empty strings: unresolved, never an exception; a missing output, None or a
+        number, is unresolved too). A dict or list (an already-parsed answer) raises
+        ``ValueError`` naming its position: pass ``json.dumps(value)``, as ``exbind.py
+        score`` requires of a predictions file's ``output``. In one process (the default) rows are
+        scored as they are added, so any string is scored as the core
+        ``exbind_scoring.score_prediction`` scores it; with ``num_process > 1`` rows go
+        through ``evaluate``'s Arrow cache (UTF-8), which refuses a string holding a lone
+        surrogate: decode model outputs with ``errors="replace"``.
         An output may be a reference (``{"cell_id": ...}``), a ranking
         (``{"ranking": [ids...]}``; graph items ``[source_id, target_id]`` or
         ``"source_id->target_id"``; its top-1 is scored as the reference) or a click
@@ -80,9 +101,11 @@ Returns:
     In distributed use only the process with ``process_id=0`` gets the result; the
     others get None.
 Raises:
-    exbind_scoring.ReferenceError: when a reference is not an ExBind reference or has an
-        unknown ``schema`` version (the message names the field); a malformed
-        *prediction* never raises.
+    exbind_scoring.ReferenceError: when a reference is not a string (in any position of a
+        batch), not an ExBind reference or has an unknown ``schema`` version (the message
+        names the field).
+    ValueError: when a prediction is a dict or a list (pass ``json.dumps(value)``); a
+        malformed prediction *text* never raises.
 Examples:
     A reference is the ``reference`` column of any ExBind config (``batch["reference"]``).
     To stay self-contained this example writes a minimal one by hand: a table whose
@@ -197,8 +220,46 @@ class ExBindMetric(evaluate.Metric):
 
     # evaluate type-checks only the first item of a batch against the string feature, so a
     # None or a number there would raise while the same value later in the batch is cast.
-    # Coercing every non-string output to "" makes the rule position-independent: such an
-    # output is scored `unresolved`, and a malformed prediction never raises.
+    # Coercing every missing output (None, a number) to "" makes the rule position-independent:
+    # such an output is scored `unresolved`. A dict or list is refused in any position, and a
+    # reference that is not a string raises the scorer's ReferenceError in any position.
+    # One process (``num_process == 1``, the default): rows are scored as they are added and
+    # only the per-case records are kept, so nothing round-trips through evaluate's Arrow
+    # cache (which stored every full reference string, 4-20 kB each, and read them all back
+    # at compute). Several processes: the rows go through evaluate's cache, which gathers
+    # them on process 0. Both give the same result for the same rows.
+    def _in_memory(self) -> bool:
+        return self.num_process == 1
+
+    def _score_rows(self, predictions, references, frames) -> tuple[list, list]:
+        """Score rows; return ``(records, unframed)`` where ``unframed`` lists ``(position,
+        prediction, reference)`` of clicks scored without a frame (compute's frame applies)."""
+        if predictions is None or references is None:
+            raise ValueError("ExBind metric: pass both predictions and references (lists of the same length)")
+        texts, references = _as_texts(predictions), list(references)
+        if len(texts) != len(references):
+            raise ValueError(f"ExBind metric: {len(texts)} predictions but {len(references)} references; "
+                             "pass one reference per prediction")
+        _check_references(references)
+        records, unframed = [], []
+        for i, (text, reference, frame) in enumerate(zip(texts, references, frames)):
+            record = score_prediction(text, reference, frame or None)
+            if not frame and record.get("kind") == "click":
+                unframed.append((i, text, reference))
+            records.append(record)
+        return records, unframed
+
+    def _store(self, records: list, unframed: list) -> None:
+        state = self.__dict__.setdefault("_exbind_rows", {"records": [], "unframed": []})
+        offset = len(state["records"])
+        state["records"].extend(records)
+        state["unframed"].extend((offset + i, text, reference) for i, text, reference in unframed)
+
+    # evaluate type-checks only the first item of a batch against the string feature, so a
+    # None or a number there would raise while the same value later in the batch is cast.
+    # Coercing every missing output (None, a number) to "" makes the rule position-independent:
+    # such an output is scored `unresolved`. A dict or list is refused in any position, and a
+    # reference that is not a string raises the scorer's ReferenceError in any position.
     def add(self, *, prediction=None, reference=None, coordinate_frame=None, **kwargs):
         """Add one prediction and reference (a non-string prediction is scored unresolved).
 
@@ -208,6 +269,10 @@ class ExBindMetric(evaluate.Metric):
         frame = kwargs.pop("coordinate_frames", None)
         if frame is None:
             frame = _frame(coordinate_frame)
+        if self._in_memory() and not kwargs:
+            self._store(*self._score_rows([prediction], [reference], [frame]))
+            return None
+        _check_references([reference])
         return super().add(prediction=_as_text(prediction), reference=reference, coordinate_frames=frame, **kwargs)
 
     def add_batch(self, *, predictions=None, references=None, coordinate_frame=None, **kwargs):
@@ -219,6 +284,10 @@ class ExBindMetric(evaluate.Metric):
         frames = kwargs.pop("coordinate_frames", None)  # set when evaluate's compute() calls this
         if frames is None:
             frames = _frames(coordinate_frame, predictions)
+        if self._in_memory() and not kwargs:
+            self._store(*self._score_rows(predictions, references, frames))
+            return None
+        _check_references(references)
         return super().add_batch(predictions=_as_texts(predictions), references=references,
                                  coordinate_frames=frames, **kwargs)
 
@@ -229,14 +298,35 @@ class ExBindMetric(evaluate.Metric):
         were added without a frame.
         """
         frames = _frames(coordinate_frame, predictions)
+        if self._in_memory() and (predictions is not None or references is not None
+                                  or "_exbind_rows" in self.__dict__):
+            records, unframed = [], []
+            if predictions is not None or references is not None:
+                records, unframed = self._score_rows(predictions, references, frames)  # may raise: state kept
+            self._store(records, unframed)
+            state = self.__dict__.pop("_exbind_rows")  # compute consumes what was added, as in evaluate
+            records = state["records"]
+            if coordinate_frame is not None:
+                for i, text, reference in state["unframed"]:
+                    records[i] = score_prediction(text, reference, coordinate_frame)
+            return self._result(records, **kwargs)
+        _check_references(references)
         return super().compute(predictions=_as_texts(predictions), references=references,
                                coordinate_frames=frames, coordinate_frame=coordinate_frame, **kwargs)
 
     def _compute(self, predictions, references, coordinate_frames=None, return_per_case=False,
                  coordinate_frame=None):
+        """The several-process path: score the rows evaluate gathered on process 0."""
         frames = coordinate_frames or [""] * len(predictions)
         records = [score_prediction(p, r, f or coordinate_frame) for p, r, f in zip(predictions, references, frames)]
+        return self._result(records, return_per_case)
+
+    @staticmethod
+    def _result(records: list, return_per_case: bool = False) -> dict:
+        """The aggregate over per-case records, with versions (and the records on request)."""
         result = aggregate(records)
+        if result["click"] and result["click"]["frame_warning"]:
+            warnings.warn(result["click"]["frame_warning"], UserWarning, stacklevel=3)
         result["metric_version"] = METRIC_VERSION
         result["reference_schema"] = REFERENCE_SCHEMA
         versions = sorted({r["generator_version"] for r in records if r.get("generator_version")})
@@ -246,13 +336,36 @@ class ExBindMetric(evaluate.Metric):
         return result
 
 
-def _as_text(prediction):
-    """A raw output string, or "" (scored unresolved) for anything that is not a string."""
+def _as_text(prediction, index: int = 0):
+    """A raw output string, or "" (scored unresolved) for a missing output (None, a number).
+
+    Raises:
+        ValueError: for a dict or list (an already-parsed answer), with the fix; the
+            ``exbind.py score`` command refuses the same values in a predictions file.
+    """
+    if isinstance(prediction, (dict, list)):
+        raise ValueError(
+            f"predictions[{index}]: must be the raw model output as a string, got {type(prediction).__name__} "
+            "(pass json.dumps(value) for a parsed reference)")
     return prediction if isinstance(prediction, str) else ""
 
 
 def _as_texts(predictions):
-    return None if predictions is None else [_as_text(p) for p in predictions]
+    return None if predictions is None else [_as_text(p, i) for i, p in enumerate(predictions)]
+
+
+def _check_references(references) -> None:
+    """Every reference must be a string, wherever it sits in the batch (evaluate's own check
+    looks at the first item only and words it differently)."""
+    if references is None or isinstance(references, str):
+        return
+    try:
+        items = list(references)
+    except TypeError:  # not a batch: let evaluate report the input error
+        return
+    for reference in items:
+        if not isinstance(reference, str):
+            raise reference_type_error(reference)
 
 
 def _frame(coordinate_frame) -> str:

@@ -53,7 +53,7 @@ def write_jsonl(path: str | os.PathLike, predictions: Iterable[dict]) -> Path:
     Args:
         path: destination file.
         predictions: JSON-serializable dicts (one line each, keys in insertion order,
-            UTF-8, no NaN).
+            UTF-8, no NaN; see :func:`json_line` for text that UTF-8 cannot encode).
 
     Returns:
         The destination path.
@@ -68,7 +68,7 @@ def write_jsonl(path: str | os.PathLike, predictions: Iterable[dict]) -> Path:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             for pred in predictions:
-                fh.write(json.dumps(pred, ensure_ascii=False, allow_nan=False) + "\n")
+                fh.write(json_line(pred))
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, dest)
@@ -77,6 +77,25 @@ def write_jsonl(path: str | os.PathLike, predictions: Iterable[dict]) -> Path:
             os.unlink(tmp)
         raise
     return dest
+
+
+def json_line(obj) -> str:
+    """One JSON Lines line (with its newline) that always encodes as UTF-8.
+
+    Text is written as is (``ensure_ascii=False``) unless the object holds a string UTF-8
+    cannot encode (a lone surrogate such as ``"\\ud800"``, which a parsed model output can
+    carry); that line is then written with ASCII escapes (``"\\ud800"``), which every JSON
+    reader turns back into the same string (issue 11 item 7).
+
+    Raises:
+        ValueError / TypeError: ``obj`` is not JSON-serializable (NaN included).
+    """
+    line = json.dumps(obj, ensure_ascii=False, allow_nan=False)
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError:
+        line = json.dumps(obj, ensure_ascii=True, allow_nan=False)
+    return line + "\n"
 
 
 def read_jsonl(path: str | os.PathLike) -> list[dict]:

@@ -518,15 +518,11 @@ def write_scores(out_dir: Path, case_ids: Sequence[str], references: Sequence[st
         The number of records written.
     """
     from exbind_scoring import score_prediction
+    from predictors.io import write_jsonl
 
     outputs = {d["case_id"]: d["output"] for d in read_done(Path(out_dir) / PREDICTIONS_FILE)}
     records = [score_prediction(outputs[cid], ref) for cid, ref in zip(case_ids, references) if cid in outputs]
-    path = Path(out_dir) / SCORES_FILE
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        for r in records:
-            fh.write(json.dumps(r, ensure_ascii=False) + "\n")
-    os.replace(tmp, path)
+    write_jsonl(Path(out_dir) / SCORES_FILE, records)  # atomic, and encodable whatever the ids hold
     return len(records)
 
 

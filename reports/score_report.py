@@ -49,13 +49,14 @@ from typing import Optional
 
 import datasets
 
-from exbind_aggregate import aggregate, group_variants, paired_comparison, wilson_interval
+from exbind_aggregate import aggregate, click_summary, group_variants, paired_comparison, wilson_interval
 from exbind_scoring import CANONICAL_DIMENSION, CANONICAL_DIMENSIONS, REFERENCE_SCHEMA, score_prediction
 from publishing.prediction_identity import (IDENTITY_FIELDS, PredictionIdentityError, check_prediction_identity,
                                            records_hash)
 from publishing.eval_files import (EvalResultsError, add_eval_results_arguments, eval_results_argument_error,
                            write_eval_results_from_args)
 from reports.report import FORMAT_ORDER, format_table
+from predictors.io import write_jsonl
 
 NO_PREDICTION = "no prediction"
 BOOTSTRAP_RESAMPLES = 10000
@@ -86,7 +87,7 @@ def read_predictions(path: Path) -> dict[str, str]:
         ``{case_id: output}`` in file order.
 
     Raises:
-        ScoreInputError: the file is missing; a line is not a JSON object or lacks a string
+        ScoreInputError: the file is missing; a line is not valid UTF-8, is not a JSON object or lacks a string
             ``case_id`` / ``output`` (the message names the line number); or case ids repeat
             (the message lists every repeated id with its line numbers).
     """
@@ -95,8 +96,14 @@ def read_predictions(path: Path) -> dict[str, str]:
         raise ScoreInputError(f"{path}: predictions file not found")
     out: dict[str, str] = {}
     lines: dict[str, list[int]] = {}
-    with open(path, encoding="utf-8") as fh:
-        for number, line in enumerate(fh, start=1):
+    with open(path, "rb") as fh:
+        for number, raw in enumerate(fh, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise ScoreInputError(
+                    f"{path}:{number}: not valid UTF-8 (byte {raw[exc.start:exc.start + 1]!r} at column "
+                    f"{exc.start + 1}); write predictions files as UTF-8") from None
             if not line.strip():
                 continue
             try:
@@ -551,10 +558,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _write_jsonl(path: Path, records: list[dict]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", encoding="utf-8") as fh:
-        for r in records:
-            fh.write(json.dumps(r, ensure_ascii=False) + "\n")
+    """Per-case records as JSON Lines: atomic (temporary file + ``os.replace``) and encodable
+    (a lone surrogate in a parsed id is written as an ASCII escape); see
+    :func:`predictors.io.write_jsonl`."""
+    write_jsonl(path, records)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -610,6 +617,9 @@ def run(args: argparse.Namespace) -> int:
     if no_frame:
         print(f"warning: {no_frame} click prediction(s) were scored invalid because no coordinate frame was "
               "given; pass --coordinate-frame pixel|unit|thousand", file=sys.stderr)
+    clicks = click_summary(report["records"])
+    if clicks and clicks["frame_warning"]:
+        print(f"warning: {clicks['frame_warning']}", file=sys.stderr)
     if args.per_case:
         _write_jsonl(args.per_case, report["records"])
     if args.compare_per_case and "compare" in report:

@@ -325,6 +325,35 @@ def test_non_string_predictions_are_unresolved_in_any_position(tmp_path):
     last = metric.compute(predictions=["x", 3, None], references=refs)
     assert first["statuses"] == last["statuses"] == {"unresolved": 3}
     assert [r["parse_path"] for r in first["per_case"]] == ["failed"] * 3
-    metric.add_batch(predictions=[{"cell_id": 1}, b"x"], references=refs[:2])
+    metric.add_batch(predictions=[1.5, b"x"], references=refs[:2])
     metric.add(prediction=None, reference=refs[2])
     assert metric.compute()["statuses"] == {"unresolved": 3}
+
+
+def test_parsed_predictions_and_non_string_references_are_refused_in_any_position(tmp_path):
+    """A dict output is refused as the CLI refuses it; a None reference first in a batch gives
+    the scorer's ReferenceError, the same as in any other position (issue 11 items 8-9)."""
+    import evaluate
+    from composition.release import broad_plans, generate_latent
+
+    from exbind_scoring import ReferenceError
+
+    ref = generate_latent(next(p for p in broad_plans() if p.family == "table")).references[0]
+    metric = evaluate.load(str(Path(__file__).resolve().parent.parent / "exbind_metric.py"),
+                           experiment_id="refused", cache_dir=str(tmp_path))
+    expected = ("predictions[1]: must be the raw model output as a string, got dict "
+                "(pass json.dumps(value) for a parsed reference)")
+    for call in (metric.compute, metric.add_batch):
+        with pytest.raises(ValueError) as info:
+            call(predictions=["x", {"cell_id": "cell_r01_c01"}], references=[ref, ref])
+        assert str(info.value) == expected
+    message = ("references: expected the dataset's `reference` JSON string, got NoneType; "
+               "pass batch['reference'] from an ExBind config")
+    for refs in ([None, ref], [ref, None]):
+        with pytest.raises(ValueError) as info:  # the ReferenceError of evaluate's copy
+            metric.compute(predictions=["x", "y"], references=refs)
+        assert (type(info.value).__name__, str(info.value)) == ("ReferenceError", message)
+    with pytest.raises(ReferenceError) as info:
+        score_prediction("x", None)
+    assert str(info.value) == message
+    assert metric.compute(predictions=["x"], references=[ref])["n"] == 1

@@ -253,7 +253,7 @@ def test_click_on_a_part_of_the_gold_group_is_exact():
     rec = score_prediction('{"x": 105, "y": 265}', SVG, coordinate_frame="pixel")
     assert (rec["status"], rec["predicted"], rec["scores"]["exact"]) == ("valid", {"target_id": "e_a497"}, 1)
     assert rec["click"] == {"x_px": 105.0, "y_px": 265.0, "in_gold_box": True, "loose_hit": True,
-                            "class": "target", "hit_id": "e_be69"}
+                            "class": "target", "hit_id": "e_be69", "outside_frame": False}
     # edges are inclusive: the group's far corner (177, 337)
     corner = score_prediction('{"x": 177, "y": 337}', SVG, coordinate_frame="pixel")
     assert (corner["scores"]["exact"], corner["click"]["hit_id"]) == (1, "e_be69")
@@ -268,7 +268,7 @@ def test_click_on_the_anchor_is_a_distractor():
     assert rec["first_violation"] == "identity"
     # 160 px from the gold centre, within 2 x 74 * sqrt(2) = 209.3 px: a loose hit, not in the box
     assert rec["click"] == {"x_px": 140.0, "y_px": 140.0, "in_gold_box": False, "loose_hit": True,
-                            "class": "distractor", "hit_id": "e_5e04"}
+                            "class": "distractor", "hit_id": "e_5e04", "outside_frame": False}
 
 
 def test_click_in_empty_space_is_neither():
@@ -277,7 +277,7 @@ def test_click_in_empty_space_is_neither():
     assert (rec["status"], rec["predicted"], rec["reason"]) == (
         "invalid", {"x": 420, "y": 340}, "click at (420, 340) px is in no candidate's box")
     assert rec["click"] == {"x_px": 420.0, "y_px": 340.0, "in_gold_box": False, "loose_hit": False,
-                            "class": "neither", "hit_id": None}
+                            "class": "neither", "hit_id": None, "outside_frame": False}
     # canvas draws only the body: (105, 265) is empty there, yet near the gold centre
     rec = score_prediction('{"x": 105, "y": 265}', CANVAS, coordinate_frame="pixel")
     assert (rec["click"]["class"], rec["click"]["in_gold_box"], rec["click"]["loose_hit"]) == ("neither", False, True)
@@ -295,6 +295,7 @@ def test_click_out_of_frame_is_invalid(text, frame, reason):
     _check(rec)
     assert (rec["status"], rec["reason"], rec["click"]["class"]) == ("invalid", reason, "invalid")
     assert (rec["click"]["x_px"], rec["click"]["in_gold_box"], rec["click"]["loose_hit"]) == (None, False, False)
+    assert rec["click"]["outside_frame"] is True
 
 
 def test_click_without_a_frame_is_invalid_with_reason():
@@ -329,7 +330,7 @@ def test_click_summary_exact():
     records.append(score_prediction('{"x": 0.5, "y": 0.5}', TABLE, coordinate_frame="unit"))  # invalid
     out = click_summary(records)
     assert {k: v for k, v in out.items() if not k.endswith("_ci")} == {
-        "n_clicks": 7, "n_in_box": 2, "point_in_box_accuracy": 2 / 7, "n_loose": 3, "loose_accuracy": 3 / 7,
+        "n_outside_frame": 1, "frame_warning": None, "n_clicks": 7, "n_in_box": 2, "point_in_box_accuracy": 2 / 7, "n_loose": 3, "loose_accuracy": 3 / 7,
         "classes": {"target": 2, "distractor": 1, "neither": 1, "invalid": 3}}
     assert [round(x, 3) for x in out["point_in_box_accuracy_ci"]] == [0.082, 0.641]
     assert [round(x, 3) for x in out["loose_accuracy_ci"]] == [0.158, 0.750]
@@ -340,6 +341,22 @@ def test_click_summary_exact():
     assert (result["n_exact"], result["first_violation_counts"]["identity"]) == (3, 1)
     json.dumps(result, allow_nan=False)
     assert click_summary([score_prediction('{"cell_id": "cell_r03_c01"}', TABLE)]) is None
+
+
+def test_clicks_mostly_outside_their_frame_warn():
+    """Thousandths scored as pixels: every click falls outside the 440 x 360 image (issue 11 item 9)."""
+    thousandths = ['{"x": 500, "y": 166.7}'] * 3 + ['{"x": 220, "y": 60}']  # 3 outside, 1 inside in pixels
+    records = [score_prediction(t, SVG, coordinate_frame="pixel") for t in thousandths]
+    out = click_summary(records)
+    assert (out["n_outside_frame"], out["n_clicks"], out["classes"]["invalid"]) == (3, 4, 3)
+    assert out["frame_warning"] == (
+        "3 of 4 clicks lie outside the image in their coordinate frame (pixel: [0, width] x [0, height]; "
+        "unit: [0, 1]; thousand: [0, 1000]); were they given in another frame? Pass the frame the model was "
+        "asked for (coordinate_frame / --coordinate-frame)")
+    # half or fewer outside: no warning; the same clicks in the right frame: all in frame
+    assert click_summary(records[2:])["frame_warning"] is None
+    right = click_summary([score_prediction(thousandths[0], SVG, coordinate_frame="thousand")])
+    assert (right["n_outside_frame"], right["frame_warning"], right["classes"]["target"]) == (0, None, 1)
 
 
 # --------------------------------------------------------------------------- junk never raises

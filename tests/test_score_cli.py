@@ -293,6 +293,56 @@ def test_malformed_lines_name_the_line(capsys, export_dir, tmp_path, line, messa
     assert message in err
 
 
+def test_per_case_writer_survives_a_lone_surrogate(capsys, export_dir, tmp_path):
+    """``{"cell_id": "\\ud800x"}`` parses to a lone-surrogate id; --per-case writes it escaped (issue 11 item 7)."""
+    preds = tmp_path / "surrogate.jsonl"
+    preds.write_text(json.dumps({"case_id": "targeted_table_compact_0000__table",
+                                 "output": '{"cell_id": "\\ud800x"}'}) + "\n", encoding="utf-8")
+    out_dir = tmp_path / "out"
+    code, out, err = _run(capsys, export_dir, "--config", "targeted_table", "--predictions", preds,
+                          "--per-case", out_dir / "scores.jsonl")
+    assert code == 0
+    records = [json.loads(line) for line in (out_dir / "scores.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert len(records) == 120
+    first = next(r for r in records if r["case_id"] == "targeted_table_compact_0000__table")
+    assert (first["status"], first["predicted"]) == ("invalid", {"cell_id": "\ud800x"})
+    assert [p.name for p in out_dir.iterdir()] == ["scores.jsonl"]  # no temporary file left
+
+
+def test_malformed_utf8_names_the_line(capsys, export_dir, tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(b'{"case_id": "targeted_table_compact_0000__table", "output": ""}\n'
+                    b'{"case_id": "x", "output": "\xff\xfe"}\n')
+    code, out, err = _run(capsys, export_dir, "--config", "targeted_table", "--predictions", bad)
+    assert (code, out) == (2, "")
+    assert f"error: {bad}:2: not valid UTF-8 (byte b'\\xff' at column 29); write predictions files as UTF-8" in err
+
+
+def test_clicks_in_the_wrong_frame_warn(capsys, export_dir, rows, tmp_path):
+    """Gold centres in thousandths scored as pixels fall outside the image: a warning (issue 11 item 9)."""
+    from predictors.io import write_jsonl
+
+    clicks = []
+    for r in rows["paired"]:
+        ref = json.loads(r["reference"])
+        if r["format"] in ("svg", "canvas"):
+            x, y, w, h = next(c["bbox"] for c in ref["candidates"] if c["id"] == ref["gold"]["target_id"])
+            width, height = ref["image_size"]
+            clicks.append({"case_id": r["case_id"],
+                           "output": json.dumps({"x": (x + w / 2) * 1000 / width, "y": (y + h / 2) * 1000 / height})})
+    write_jsonl(tmp_path / "thousandths.jsonl", clicks)
+    code, out, err = _run(capsys, export_dir, "--config", "paired", "--predictions", tmp_path / "thousandths.jsonl",
+                          "--coordinate-frame", "thousand")
+    assert code == 0 and "clicks lie outside" not in err
+    assert _table(out, "Click predictions")["50"][0] == "1.000"
+    code, out, err = _run(capsys, export_dir, "--config", "paired", "--predictions", tmp_path / "thousandths.jsonl",
+                          "--coordinate-frame", "pixel")
+    assert code == 0
+    (warning,) = [line for line in err.splitlines() if "clicks lie outside" in line]
+    outside = int(warning.split("warning: ")[1].split(" of ")[0])
+    assert warning.startswith(f"warning: {outside} of 50 clicks lie outside the image") and outside > 25
+
+
 def test_missing_export_and_unknown_config(capsys, export_dir, files, tmp_path):
     code, _, err = _run(capsys, tmp_path / "nowhere", "--config", "targeted_table",
                         "--predictions", files["targeted_table", "oracle"])

@@ -1,0 +1,56 @@
+"""Per-case writers survive a lone surrogate; writes are atomic (issue 11 item 7).
+
+``{"cell_id": "\\ud800x"}`` parses to an id holding a lone surrogate, which UTF-8 cannot
+encode. The runner's score writer (``predictors.runner.write_scores``) and the JSONL writer
+behind ``exbind.py score --per-case`` (``predictors.io.write_jsonl``) must write it as an
+ASCII escape, leave no temporary file, and read back to the same record.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from exbind_scoring import score_prediction
+from composition.release import broad_plans, generate_latent
+from predictors.io import json_line, read_jsonl, write_jsonl
+from predictors.runner import PREDICTIONS_FILE, SCORES_FILE, write_scores
+
+TABLE_REFERENCES = generate_latent(next(p for p in broad_plans() if p.family == "table")).references
+SURROGATE_OUTPUT = '{"cell_id": "\\ud800x"}'  # the model output text, as issue 11 reported it
+
+
+def test_surrogate_output_parses_to_a_lone_surrogate_id():
+    rec = score_prediction(SURROGATE_OUTPUT, TABLE_REFERENCES[0])
+    assert (rec["status"], rec["predicted"]) == ("invalid", {"cell_id": "\ud800x"})
+    with pytest.raises(UnicodeEncodeError):
+        json.dumps(rec, ensure_ascii=False).encode("utf-8")  # what the old writers did
+
+
+def test_json_line_escapes_only_lines_utf8_cannot_encode():
+    assert json_line({"a": "é"}) == '{"a": "é"}\n'
+    assert json_line({"a": "\ud800x"}) == '{"a": "\\ud800x"}\n'
+    with pytest.raises(ValueError):
+        json_line({"a": float("nan")})
+
+
+def test_runner_score_writer_survives_a_lone_surrogate(tmp_path):
+    case_id = json.loads(TABLE_REFERENCES[0])["case_id"]
+    (tmp_path / PREDICTIONS_FILE).write_text(json.dumps({"case_id": case_id, "output": SURROGATE_OUTPUT}) + "\n",
+                                            encoding="utf-8")
+    assert write_scores(tmp_path, [case_id], TABLE_REFERENCES[:1]) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == [PREDICTIONS_FILE, SCORES_FILE]  # no .tmp left
+    (back,) = read_jsonl(tmp_path / SCORES_FILE)
+    assert back == score_prediction(SURROGATE_OUTPUT, TABLE_REFERENCES[0])
+    assert back["predicted"] == {"cell_id": "\ud800x"}
+    assert "\\ud800x" in (tmp_path / SCORES_FILE).read_text(encoding="utf-8")
+
+
+def test_write_jsonl_is_atomic_on_failure(tmp_path):
+    dest = tmp_path / "scores.jsonl"
+    write_jsonl(dest, [{"n": 1}])
+    with pytest.raises(ValueError):
+        write_jsonl(dest, [{"n": 2}, {"n": float("nan")}])
+    assert dest.read_text(encoding="utf-8") == '{"n": 1}\n'  # the previous file, untouched
+    assert [p.name for p in tmp_path.iterdir()] == ["scores.jsonl"]
