@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
                "\"records_hash\": checked against the export)\n"
                "exit status: 0 scored; 2 unreadable/duplicate/unknown/mismatched or empty input (the reason is printed)\n",
     )
-    from reports.score_report import add_arguments as add_score_arguments
+    from reports.score_cli import add_arguments as add_score_arguments
     from publishing.hub import add_push_arguments
     from predictors.cli import add_arguments as add_predict_arguments
     from predictors.run_model_cli import add_parser as add_run_model_parser
@@ -167,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return 2
     if args.command == "score":
-        from reports.score_report import run as run_score
+        from reports.score_cli import run as run_score
 
         return run_score(args)
     if args.command == "push":

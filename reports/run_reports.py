@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Optional
 
 from exbind_aggregate import paired_comparison, wilson_interval
+from reports.report import format_table
+from reports.score_report import build_report
 
 
 class RunReportError(ValueError):
@@ -87,7 +89,6 @@ def decoding_mode(manifest: dict) -> str:
 
 
 def _score(config: str, manifest: dict, export_dir, cache_dir) -> dict:
-    from reports.score_report import build_report
 
     report = build_report(config, export_dir, Path(manifest["_dir"]) / "predictions.jsonl", cache_dir=cache_dir,
                           allow_missing=True)
@@ -161,8 +162,6 @@ def _rate(x) -> str:
 
 def format_run_table(run_dir, rows: list[dict]) -> str:
     """The ``score --run`` table (one line per config; modes never pooled)."""
-    from reports.report import format_table
-
     body = [[r["config"], r["mode"], r["n"], f"{r['n_valid']}/{r['n']}", f"{r['n_exact']}/{r['n']}",
              _rate(r["exact_accuracy"]), _ci(r["exact_ci"]), r["missing"], r["failed"]] for r in rows]
     return format_table(["config", "decoding", "cases", "valid", "exact", "exact acc", "exact 95% CI (Wilson)",
@@ -171,8 +170,6 @@ def format_run_table(run_dir, rows: list[dict]) -> str:
 
 def format_comparison(result: dict) -> str:
     """The ``score --compare-runs`` tables: accuracy, paired difference, transitions per config."""
-    from reports.report import format_table
-
     parts = []
     for config, c in result["configs"].items():
         a, b, p = c["a"], c["b"], c["paired"]

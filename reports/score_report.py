@@ -41,22 +41,17 @@ matched by parent case id (``targeted_table_permuted``: ``parent_case_id``;
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Optional
 
 import datasets
 
-from exbind_aggregate import aggregate, click_summary, group_variants, paired_comparison, wilson_interval
+from exbind_aggregate import aggregate, group_variants, paired_comparison, wilson_interval
 from exbind_scoring import CANONICAL_DIMENSION, CANONICAL_DIMENSIONS, REFERENCE_SCHEMA, score_prediction
 from publishing.prediction_identity import (IDENTITY_FIELDS, PredictionIdentityError, check_prediction_identity,
                                            records_hash)
-from publishing.eval_files import (EvalResultsError, add_eval_results_arguments, eval_results_argument_error,
-                           write_eval_results_from_args)
 from reports.report import FORMAT_ORDER, format_table
-from predictors.io import write_jsonl
 
 NO_PREDICTION = "no prediction"
 BOOTSTRAP_RESAMPLES = 10000
@@ -517,153 +512,6 @@ def format_report(report: dict) -> str:
         parts.append("Comparison file\n" + header_text(report["compare"]))
         parts.append(paired_table(report))
     return "\n\n".join(parts)
-
-
-# --------------------------------------------------------------------------- command line
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Arguments of ``exbind.py score``."""
-    parser.add_argument("--config", help="config the predictions answer (e.g. targeted_table)")
-    parser.add_argument("--predictions", type=Path,
-                        help='JSONL, one {"case_id": ..., "output": "<raw model output>"} per line')
-    parser.add_argument("--inspect-log", type=Path, metavar="LOG",
-                        help="score the completions of an inspect-ai log of the exbind task instead of --predictions")
-    parser.add_argument("--run", type=Path, metavar="DIR",
-                        help="score every config of a run-model folder (DIR/<config>/predictions.jsonl) in one table")
-    parser.add_argument("--compare-runs", type=Path, nargs=2, metavar=("DIR_A", "DIR_B"),
-                        help="per config: both runs' exact accuracy (Wilson), the paired difference B - A "
-                             "(parent-case bootstrap) and the first-violation transition matrix")
-    parser.add_argument("--export", default="exbind", type=Path, help="export folder (default ./exbind)")
-    parser.add_argument("--per-case", type=Path, help="write the per-case records as JSONL (config row order)")
-    parser.add_argument("--compare", type=Path, help="second predictions JSONL for the paired comparison")
-    parser.add_argument("--compare-config", help="config of --compare (default: --config), e.g. "
-                        "targeted_table_permuted or targeted_table_column_metadata")
-    parser.add_argument("--compare-per-case", type=Path, help="write the --compare per-case records as JSONL")
-    parser.add_argument("--json", type=Path, help="write the whole report (without per-case records) as JSON")
-    parser.add_argument("--plots", type=Path, metavar="DIR",
-                        help="write PNG figures to DIR (needs matplotlib): first_violations, survival, "
-                        "accuracy_by_gold_rank, and where they apply accuracy_by_condition, transitions, "
-                        "paired_comparison (reports.plots.save_all)")
-    add_eval_results_arguments(parser)
-    parser.add_argument("--coordinate-frame", choices=("pixel", "unit", "thousand"),
-                        help="frame of click predictions ({\"x\": .., \"y\": ..}); never guessed")
-    parser.add_argument("--allow-missing", action="store_true",
-                        help="score an empty predictions file (every case unresolved) instead of failing")
-    parser.add_argument("--allow-unknown", action="store_true",
-                        help="ignore (and list) predicted case ids that are not in the config instead of failing")
-    parser.add_argument("--cache-dir", help="datasets cache folder (default: the datasets default)")
-    parser.add_argument("--resamples", type=int, default=BOOTSTRAP_RESAMPLES, help="paired bootstrap resamples")
-    parser.add_argument("--seed", type=int, default=BOOTSTRAP_SEED, help="paired bootstrap seed")
-
-
-def _write_jsonl(path: Path, records: list[dict]) -> None:
-    """Per-case records as JSON Lines: atomic (temporary file + ``os.replace``) and encodable
-    (a lone surrogate in a parsed id is written as an ASCII escape); see
-    :func:`predictors.io.write_jsonl`."""
-    write_jsonl(path, records)
-
-
-def run(args: argparse.Namespace) -> int:
-    """Run ``exbind.py score``: print the report and write the requested files.
-
-    Returns:
-        0 on success; 2 when an input cannot be scored (the reason is printed to stderr).
-    """
-    if args.run or args.compare_runs:
-        return _run_folders(args)
-    if args.inspect_log:
-        from reports.run_reports import RunReportError, read_inspect_log
-
-        try:
-            config, lines = read_inspect_log(args.inspect_log)
-        except RunReportError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
-        if args.config and args.config != config:
-            print(f"error: {args.inspect_log} holds config {config!r}, not --config {args.config!r}", file=sys.stderr)
-            return 2
-        if args.predictions:
-            print("error: pass --inspect-log or --predictions, not both", file=sys.stderr)
-            return 2
-        import tempfile
-
-        with tempfile.TemporaryDirectory(prefix="exbind-inspect-") as tmp:
-            path = Path(tmp) / f"{args.inspect_log.stem}.jsonl"
-            _write_jsonl(path, lines)
-            args.config, args.predictions, args.inspect_log = config, path, None
-            return run(args)
-    if not args.config or not args.predictions:
-        print("error: score needs --config and --predictions (or --inspect-log LOG, --run DIR, "
-              "--compare-runs DIR_A DIR_B)", file=sys.stderr)
-        return 2
-    if args.compare_config and args.compare is None:
-        print("error: --compare-config needs --compare (the second predictions file)", file=sys.stderr)
-        return 2
-    if eval_results_argument_error(args):
-        print(f"error: {eval_results_argument_error(args)}", file=sys.stderr)
-        return 2
-    try:
-        report = build_report(args.config, args.export, args.predictions, compare_config=args.compare_config,
-                              compare_path=args.compare, allow_unknown=args.allow_unknown,
-                              cache_dir=args.cache_dir, resamples=args.resamples, seed=args.seed,
-                              coordinate_frame=args.coordinate_frame,
-                              allow_missing=getattr(args, "allow_missing", False))
-    except ScoreInputError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    print(format_report(report))
-    no_frame = sum(1 for r in report["records"] if "coordinate_frame" in (r.get("reason") or ""))
-    if no_frame:
-        print(f"warning: {no_frame} click prediction(s) were scored invalid because no coordinate frame was "
-              "given; pass --coordinate-frame pixel|unit|thousand", file=sys.stderr)
-    clicks = click_summary(report["records"])
-    if clicks and clicks["frame_warning"]:
-        print(f"warning: {clicks['frame_warning']}", file=sys.stderr)
-    if args.per_case:
-        _write_jsonl(args.per_case, report["records"])
-    if args.compare_per_case and "compare" in report:
-        _write_jsonl(args.compare_per_case, report["compare"]["records"])
-    if args.json:
-        slim = {k: v for k, v in report.items() if k != "records"}
-        if "compare" in slim:
-            slim["compare"] = {k: v for k, v in slim["compare"].items() if k != "records"}
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(slim, indent=2) + "\n", encoding="utf-8")
-    try:
-        eval_results = write_eval_results_from_args(report, args)
-    except EvalResultsError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    if eval_results is not None:
-        print(f"eval results: wrote {eval_results}")
-    if args.plots:
-        written = write_plots(report, args.export, args.plots, args.cache_dir)
-        print(f"plots: wrote {len(written)} PNG file(s) to {args.plots}: " + ", ".join(p.name for p in written))
-    return 0
-
-
-def _run_folders(args: argparse.Namespace) -> int:
-    """``score --run DIR`` / ``score --compare-runs DIR_A DIR_B`` (:mod:`reports.run_reports`)."""
-    from reports.run_reports import RunReportError, compare_runs, format_comparison, format_run_table, score_run
-
-    try:
-        if args.compare_runs:
-            result = compare_runs(args.compare_runs[0], args.compare_runs[1], args.export, args.cache_dir,
-                                  resamples=args.resamples, seed=args.seed)
-            print(format_comparison(result))
-            payload = result
-        else:
-            rows = score_run(args.run, args.export, args.cache_dir)
-            print(format_run_table(args.run, rows))
-            payload = {"run": str(args.run), "configs": [{k: v for k, v in r.items() if k != "records"} for r in rows]}
-    except (RunReportError, ScoreInputError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
-    return 0
 
 
 def write_plots(report: dict, export_dir: Path, out_dir: Path, cache_dir: Optional[str] = None) -> list[Path]:

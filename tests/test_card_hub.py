@@ -261,7 +261,7 @@ def test_eval_yaml_check_names_the_problem(export_dir, tmp_path):
 
 
 def _score_args(*argv: str) -> argparse.Namespace:
-    from reports.score_report import add_arguments
+    from reports.score_cli import add_arguments
 
     parser = argparse.ArgumentParser()
     add_arguments(parser)
@@ -269,7 +269,8 @@ def _score_args(*argv: str) -> argparse.Namespace:
 
 
 def test_score_cli_writes_the_eval_results_entry(export_dir, tmp_path, capsys):
-    from reports.score_report import load_config, run
+    from reports.score_cli import run
+    from reports.score_report import load_config
 
     cache = str(tmp_path / "cache")
     case_ids, references = load_config(export_dir, "targeted_table", cache)
@@ -299,7 +300,7 @@ def test_score_cli_writes_the_eval_results_entry(export_dir, tmp_path, capsys):
 
 
 def test_score_cli_eval_results_needs_a_dataset_id(export_dir, tmp_path, capsys):
-    from reports.score_report import run
+    from reports.score_cli import run
 
     preds = tmp_path / "preds.jsonl"
     preds.write_text("")
