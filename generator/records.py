@@ -41,6 +41,7 @@ FEATURES = datasets.Features(
                 "bbox": datasets.List(datasets.Value("int32")),
                 "roles": datasets.List(datasets.Value("string")),
                 "column": datasets.Value("string"),
+                "text": datasets.Value("string"),
             }
         ),
         "gold": datasets.Value("string"),
@@ -139,6 +140,7 @@ class ExBindRecord:
                 "bbox": [int(v) for v in c.bbox] if c.bbox is not None else None,
                 "roles": list(c.roles) if c.roles is not None else None,
                 "column": c.meaning.column if self.show_column else None,
+                "text": None,  # legacy rows show each element's visible label (legacy.converter)
             }
             for c in self.case.candidates
         ]

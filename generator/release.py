@@ -226,6 +226,8 @@ def build_release(processes: Optional[int] = None, progress=None, broad_seed: in
     Raises:
         RuntimeError: when a suite-level check fails (the build stops; nothing is written).
     """
+    # Legacy input first: a malformed or hostile user file is refused before any generation.
+    legacy_records, legacy_gate = bridge_records(legacy_path)
     broad = generate_all(broad_plans(broad_seed), processes, progress)
     targeted = generate_all(targeted_plans(targeted_seed), processes, progress)
 
@@ -243,7 +245,7 @@ def build_release(processes: Optional[int] = None, progress=None, broad_seed: in
     }
     configs["targeted_table_permuted"] = [p for r in configs["targeted_table"] for p in permuted_records(r)]
     configs["targeted_table_column_metadata"] = [column_metadata_record(r) for r in configs["targeted_table"]]
-    configs["legacy_bridge"], legacy_gate = bridge_records(legacy_path)
+    configs["legacy_bridge"] = legacy_records
 
     gate_tables = {}
     for suite, gen in (("broad", broad), ("targeted", targeted)):

@@ -32,6 +32,7 @@ import functools
 import hashlib
 import io
 import json
+import math
 import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
@@ -46,6 +47,11 @@ ET.register_namespace("xlink", XLINK_NS)
 DATA_DIR = Path(__file__).resolve().parent / "data"
 GALLERY_DIR = DATA_DIR / "gallery"
 BOXES_FILE = GALLERY_DIR / "boxes.json"
+LARGE_DIR = GALLERY_DIR / "large"
+"""Enlarged renderings (issue 9 legibility): for every shipped SVG whose smallest label
+renders under 8 px, a copy with only the root ``width``/``height`` multiplied (viewBox and
+content unchanged), written by ``python -m legacy.gallery large`` with its own ``boxes.json``."""
+MIN_LABEL_PX = 8.0
 """``{"<name>.svg": {"sha256", "image_size": [w, h], "boxes": {element id: [x, y, w, h] | null}}}``."""
 
 ELEMENT_CLASSES = ("node", "edge", "cluster")
@@ -311,14 +317,78 @@ def _alpha_box(svg_text: str) -> tuple[Optional[list[int]], tuple[int, int]]:
     return [left, top, right - left, bottom - top], size
 
 
+_TRANSFORM = re.compile(r"(scale|rotate|translate)\(\s*([^)]*)\)")
+
+
+def _graph_matrix(transform: str):
+    """The ``graph0`` transform (``scale(..) rotate(..) translate(..)`` as dot writes it) as a
+    function user point -> root user point; None for anything else."""
+    ops = _TRANSFORM.findall(transform or "")
+    if "".join(f"{k}({v})" for k, v in ops).replace(" ", "") != re.sub(r"\s+", "", transform or ""):
+        return None
+    steps = []
+    for kind, args in ops:
+        vals = [float(v) for v in _NUMBER.findall(args)]
+        if kind == "scale":
+            sx = vals[0] if vals else 1.0
+            steps.append(("s", sx, vals[1] if len(vals) > 1 else sx))
+        elif kind == "translate":
+            steps.append(("t", vals[0] if vals else 0.0, vals[1] if len(vals) > 1 else 0.0))
+        else:
+            if len(vals) != 1:
+                return None
+            a = math.radians(vals[0])
+            steps.append(("r", math.cos(a), math.sin(a)))
+
+    def apply(x: float, y: float) -> tuple[float, float]:
+        for kind, p, q in reversed(steps):
+            if kind == "s":
+                x, y = x * p, y * q
+            elif kind == "t":
+                x, y = x + p, y + q
+            else:
+                x, y = x * p - y * q, x * q + y * p
+        return x, y
+
+    return apply
+
+
+def _element_extent(g: ET.Element) -> Optional[tuple[float, float, float, float]]:
+    """Generous user-unit extent of an element: its shapes' coordinates and an over-estimate
+    of each text's box (width = characters x font size, height = 1.5 x font size)."""
+    xs: list[float] = []
+    ys: list[float] = []
+    for elem in g.iter():
+        tag = elem.tag.split("}")[-1]
+        if tag in _SHAPES:
+            for x, y in _points(elem):
+                xs.append(x)
+                ys.append(y)
+        elif tag == "text":
+            try:
+                x, y, size = float(elem.get("x", 0)), float(elem.get("y", 0)), float(elem.get("font-size", 14))
+            except ValueError:
+                return None
+            width = max(1, len("".join(elem.itertext()))) * size
+            xs += [x - width, x + width]
+            ys += [y - 1.5 * size, y + 0.75 * size]
+    if not xs:
+        return None
+    return min(xs), min(ys), max(xs), max(ys)
+
+
 def element_boxes(svg: str) -> tuple[dict[str, Optional[list[int]]], tuple[int, int]]:
     """Painted pixel box of every node, edge and cluster element, in the PNG frame.
 
     Each element is rasterized alone (:func:`generator.render.rasterize`, cairosvg) in a
-    document made of the same ``<svg>`` root attributes (size, viewBox), the root's other
-    children (defs), and the same ``graph0`` group attributes (transform), holding only
-    that element; the graph's background polygon is left out, so every pixel with non-zero
-    alpha is the element's own paint (fills, strokes, arrowheads, label glyphs).
+    document made of the same ``<svg>`` root attributes, the root's other children (defs)
+    and the same ``graph0`` group attributes (transform), holding only that element; the
+    graph's background polygon is left out, so every pixel with non-zero alpha is the
+    element's own paint (fills, strokes, arrowheads, label glyphs). The whole canvas is
+    rendered once (for its size); each element is rendered on a crop of the canvas around a
+    generous estimate of its extent (same pixels per unit, the crop origin on whole pixels),
+    so the cost grows with the elements' sizes, not with the canvas size per element. An
+    element whose paint reaches the crop's border is measured again on the full canvas.
 
     Args:
         svg: a dot SVG document.
@@ -327,24 +397,60 @@ def element_boxes(svg: str) -> tuple[dict[str, Optional[list[int]]], tuple[int, 
         ``({element id: [x, y, w, h] or None}, (width, height))``: integer pixels, origin
         top-left, the box holding exactly the painted pixels (``x + w`` and ``y + h`` are
         exclusive); None for an element that paints nothing (``style=invis``). The size is
-        the PNG size of the whole document. Slow (one rasterization per element): the
-        gallery's boxes are stored in :data:`BOXES_FILE`; use :func:`boxes_for`.
+        the PNG size of the whole document. The gallery's boxes are stored in
+        :data:`BOXES_FILE`; use :func:`boxes_for`.
     """
+    from legacy.limits import canvas_px
+
     root = _parse_root(svg)
     graph = _graph_group(root)
     wanted = [g for g in graph.iter(_tag("g")) if g.get("class") in ELEMENT_CLASSES and g.get("id")]
     others = [child for child in root if child is not graph]
     _, size = _alpha_box(svg)
-    boxes: dict[str, Optional[list[int]]] = {}
-    for g in wanted:
-        doc = ET.Element(root.tag, dict(root.attrib))
+    view = [float(v) for v in _NUMBER.findall(root.get("viewBox") or "")]
+    to_root = _graph_matrix(graph.get("transform") or "")
+    frame = None
+    exact = canvas_px(svg)  # the unrounded canvas size cairosvg scales by
+    if len(view) == 4 and view[2] > 0 and view[3] > 0 and to_root is not None and exact is not None:
+        per = min(exact[0] / view[2], exact[1] / view[3])
+        frame = (view, per, (exact[0] - view[2] * per) / 2, (exact[1] - view[3] * per) / 2)
+
+    def alone(g: ET.Element, attrs: dict) -> tuple[Optional[list[int]], tuple[int, int]]:
+        doc = ET.Element(root.tag, attrs)
         for child in others:
             doc.append(child)
         holder = ET.SubElement(doc, graph.tag, dict(graph.attrib))
         holder.append(g)
-        box, own = _alpha_box(ET.tostring(doc, encoding="unicode"))
-        if own != size:
-            raise SvgStructureError(f"element {g.get('id')!r} rendered at {own}, the document at {size}")
+        return _alpha_box(ET.tostring(doc, encoding="unicode"))
+
+    boxes: dict[str, Optional[list[int]]] = {}
+    for g in wanted:
+        extent = _element_extent(g) if frame is not None else None
+        box = None
+        if extent is not None:
+            (vx, vy, _vw, _vh), per, ox, oy = frame
+            corners = [to_root(x, y) for x in (extent[0], extent[2]) for y in (extent[1], extent[3])]
+            px = [(cx - vx) * per + ox for cx, _ in corners]
+            py = [(cy - vy) * per + oy for _, cy in corners]
+            pad = 8
+            x0, y0 = max(0, math.floor(min(px)) - pad), max(0, math.floor(min(py)) - pad)
+            x1, y1 = min(size[0], math.ceil(max(px)) + pad), min(size[1], math.ceil(max(py)) + pad)
+            if x1 > x0 and y1 > y0:
+                w, h = x1 - x0, y1 - y0
+                attrs = dict(root.attrib)
+                attrs.update(width=f"{w}px", height=f"{h}px",
+                             viewBox=f"{vx + (x0 - ox) / per!r} {vy + (y0 - oy) / per!r} {w / per!r} {h / per!r}")
+                attrs["preserveAspectRatio"] = "none"
+                crop, own = alone(g, attrs)
+                if crop is not None and own == (w, h):
+                    inside = ((crop[0] > 0 or x0 == 0) and (crop[1] > 0 or y0 == 0)
+                              and (crop[0] + crop[2] < w or x1 == size[0]) and (crop[1] + crop[3] < h or y1 == size[1]))
+                    if inside:
+                        box = [crop[0] + x0, crop[1] + y0, crop[2], crop[3]]
+        if box is None:
+            box, own = alone(g, dict(root.attrib))
+            if own != size:
+                raise SvgStructureError(f"element {g.get('id')!r} rendered at {own}, the document at {size}")
         boxes[g.get("id")] = box
     return boxes, size
 
@@ -356,10 +462,12 @@ def sha256_text(text: str) -> str:
 
 @functools.lru_cache(maxsize=1)
 def _stored_boxes() -> dict[str, dict]:
-    if not BOXES_FILE.exists():
-        return {}
-    data = json.loads(BOXES_FILE.read_text(encoding="utf-8"))
-    return {entry["sha256"]: entry for entry in data.values()}
+    out = {}
+    for path in (BOXES_FILE, LARGE_DIR / "boxes.json"):
+        if path.exists():
+            data = json.loads(path.read_text(encoding="utf-8"))
+            out.update({entry["sha256"]: entry for entry in data.values()})
+    return out
 
 
 @functools.lru_cache(maxsize=256)
@@ -384,6 +492,60 @@ def gallery_names() -> list[str]:
 def gallery_svg(name: str) -> str:
     """The text of one shipped gallery SVG (``name`` as in :func:`gallery_names`)."""
     return (GALLERY_DIR / name).read_text(encoding="utf-8")
+
+
+def enlargement(svg: str) -> float:
+    """Factor (a multiple of 0.05, >= 1) by which the root size must grow so that every
+    label of the SVG renders at :data:`MIN_LABEL_PX` px or more (1.0 when it already does)."""
+    from legacy.visibility import label_px
+    from legacy.limits import canvas_px
+
+    w, h = canvas_px(svg)
+    size = (round(w), round(h))
+    graph = parse_svg_cached(svg)
+    heights = [label_px(svg, gid, size) for gid in graph.order]
+    heights = [v for v in heights if v > 0]
+    if not heights or min(heights) >= MIN_LABEL_PX:
+        return 1.0
+    return math.ceil(MIN_LABEL_PX / min(heights) * 20 + 1e-9) / 20
+
+
+def enlarge(svg: str, factor: float) -> str:
+    """The SVG with its root ``width`` and ``height`` multiplied by ``factor`` (units kept)."""
+    def scale(m: re.Match) -> str:
+        return f'{m.group(1)}="{float(m.group(2)) * factor:.2f}{m.group(3)}"'
+
+    head, rest = svg.split("<svg", 1)
+    tag, tail = rest.split(">", 1)
+    tag = re.sub(r'\b(width|height)="([0-9.]+)([a-z]*)"', scale, tag)
+    return f"{head}<svg{tag}>{tail}"
+
+
+def write_large() -> dict:
+    """Write :data:`LARGE_DIR`: the enlarged copy of every shipped SVG that needs one, and
+    their measured boxes. Returns ``{name: factor}``."""
+    LARGE_DIR.mkdir(exist_ok=True)
+    factors, out = {}, {}
+    for name in gallery_names():
+        svg = gallery_svg(name)
+        factor = enlargement(svg)
+        if factor == 1.0:
+            continue
+        big = enlarge(svg, factor)
+        (LARGE_DIR / name).write_text(big, encoding="utf-8")
+        boxes, size = element_boxes(big)
+        out[name] = {"sha256": sha256_text(big), "image_size": list(size), "boxes": boxes, "factor": factor}
+        factors[name] = factor
+    (LARGE_DIR / "boxes.json").write_text(json.dumps(out, sort_keys=True, separators=(",", ":")) + "\n",
+                                          encoding="utf-8")
+    _stored_boxes.cache_clear()
+    return factors
+
+
+def task_svg_name(name: str) -> str:
+    """Path (relative to the data folder's ``gallery``) of the rendering tasks use: the
+    enlarged copy when one exists, else the shipped SVG."""
+    return f"large/{name}" if (LARGE_DIR / name).exists() else name
 
 
 def write_boxes(path: Path = BOXES_FILE) -> dict:
@@ -437,7 +599,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     ``python -m legacy.gallery verify-clusters DIR``: check the derived cluster membership
     against ``dot -Tjson`` files in DIR (exit status 1 when any graph differs)."""
     parser = argparse.ArgumentParser(prog="python -m legacy.gallery", description=main.__doc__)
-    parser.add_argument("command", choices=["boxes", "verify-clusters"])
+    parser.add_argument("command", choices=["boxes", "large", "verify-clusters"])
     parser.add_argument("json_dir", nargs="?", type=Path)
     args = parser.parse_args(argv)
     if args.command == "verify-clusters":
@@ -447,6 +609,10 @@ def main(argv: Optional[list[str]] = None) -> int:
         print(f"cluster membership differs from dot -Tjson in: {', '.join(bad)}" if bad
               else f"cluster membership agrees with dot -Tjson for all {len(gallery_names())} SVGs")
         return 1 if bad else 0
+    if args.command == "large":
+        factors = write_large()
+        print(f"wrote {LARGE_DIR}: " + ", ".join(f"{k} x{v:g}" for k, v in sorted(factors.items())))
+        return 0
     out = write_boxes()
     n = sum(len(v["boxes"]) for v in out.values())
     print(f"wrote {BOXES_FILE} ({len(out)} SVGs, {n} elements)")

@@ -51,11 +51,13 @@ from legacy.gallery import (
     gallery_names,
     gallery_svg,
     parse_svg_cached,
+    task_svg_name,
 )
 
 SEED = 20260825
 N_TASKS = 300
 MAX_NAME_CHARS = 40
+MIN_CLUSTERS = 3
 TEMPLATES_FILE = DATA_DIR / "templates.json"
 BRIDGE_FILE = DATA_DIR / "bridge_records.jsonl"
 SOURCE_PREFIX = "graphviz-doc examples/graphs"
@@ -116,7 +118,7 @@ class Task:
 
 def graph_tasks(name: str) -> list[Task]:
     """Every eligible task of one shipped gallery SVG, in a stable order."""
-    svg = gallery_svg(name)
+    svg = (GALLERY_DIR / task_svg_name(name)).read_text(encoding="utf-8")
     graph = parse_svg_cached(svg)
     boxes, _ = boxes_for(svg)
     names = referring_names(graph, boxes)
@@ -125,23 +127,29 @@ def graph_tasks(name: str) -> list[Task]:
         title = graph.nodes[nid].title
         out.append(Task(name, "object", (nid,), (("node", title),), nid, (("x", x),), "object"))
         chain = graph.node_chain.get(nid) or []
-        if chain and boxes.get(chain[0]) is not None:
+        if chain and boxes.get(chain[0]) is not None and len(graph.clusters) >= MIN_CLUSTERS:
             out.append(Task(name, "group", (nid,), (("node", title),), chain[0], (("x", x),), "group"))
     by_title = graph.node_by_title()
     pairs = Counter((e.source, e.target) for e in graph.edges.values() if e.source is not None)
+    degree: Counter = Counter()
+    for e in graph.edges.values():
+        for title in {e.source, e.target} - {None}:
+            degree[title] += 1
     for e in graph.edges.values():
         if e.source is None or not e.directed or e.source == e.target or boxes.get(e.id) is None:
             continue
         a_id, b_id = by_title[e.source], by_title[e.target]
-        if a_id not in names or b_id not in names:
-            continue
-        ab = (("a", names[a_id]), ("b", names[b_id]))
         edge = (e.source, e.target)
-        for role, gold in (("source", a_id), ("target", b_id)):
-            out.append(Task(name, "endpoint", (e.id, role), (("edge", edge), ("endpoint", role)), gold, ab,
-                            f"endpoint_{role}"))
-        if pairs[edge] == 1:
-            out.append(Task(name, "edge", (e.id,), (("edge", edge),), e.id, ab, "edge"))
+        # Endpoint: name one node whose only edge this is; the other end is asked.
+        if a_id in names and degree[e.source] == 1:
+            out.append(Task(name, "endpoint", (e.id, "target"), (("edge", edge), ("endpoint", "target")), b_id,
+                            (("a", names[a_id]),), "endpoint_target"))
+        if b_id in names and degree[e.target] == 1:
+            out.append(Task(name, "endpoint", (e.id, "source"), (("edge", edge), ("endpoint", "source")), a_id,
+                            (("b", names[b_id]),), "endpoint_source"))
+        if a_id in names and b_id in names and pairs[edge] == 1:
+            out.append(Task(name, "edge", (e.id,), (("edge", edge),), e.id,
+                            (("a", names[a_id]), ("b", names[b_id])), "edge"))
     return sorted(out, key=lambda t: (t.task_type, t.key))
 
 
@@ -171,8 +179,11 @@ def quotas(available: dict[str, int], total: int = N_TASKS) -> dict[str, int]:
     return out
 
 
-def _instruction(task: Task, rng: random.Random, templates: dict) -> str:
-    template = rng.choice(templates[task.template_key])
+def _instruction(task: Task, seed: int, templates: dict) -> str:
+    """The task's instruction: a template drawn by a per-task RNG (sha256 of seed, graph and
+    key; never ``hash()``), so it does not depend on which other tasks were drawn."""
+    digest = hashlib.sha256(f"{seed}|{task.graph}|{task.task_type}|{task.key}".encode("utf-8")).digest()
+    template = random.Random(int.from_bytes(digest[:8], "big")).choice(templates[task.template_key])
     return template.format(**{k: f'"{v}"' for k, v in task.names})
 
 
@@ -184,13 +195,13 @@ def _leaks(instruction: str, candidate_ids: list[str]) -> bool:
 
 def legacy_dict(task: Task, record_id: str, instruction: str) -> dict:
     """The legacy JSONL object of a task (no ``cached_output`` / ``output_provenance`` yet)."""
-    graph = parse_svg_cached(gallery_svg(task.graph))
+    graph = parse_svg_cached((GALLERY_DIR / task_svg_name(task.graph)).read_text(encoding="utf-8"))
     return {
         "id": record_id,
         "source": f"{SOURCE_PREFIX}/{_source_path(task.graph)}",
         "task_type": task.task_type,
         "instruction": instruction,
-        "svg_file": f"gallery/{task.graph}",
+        "svg_file": f"gallery/{task_svg_name(task.graph)}",
         "candidate_ids": list(graph.order),
         "gold": {"target_id": task.gold_id},
         "target": task.target_dict(),
@@ -213,47 +224,84 @@ def to_input(obj: dict, line: int = 0) -> LegacyInput:
     return parse_record(obj, line, "<tasks>", DATA_DIR, require_output=False)
 
 
-def select_tasks(tasks: Optional[dict[str, list[Task]]] = None, n: int = N_TASKS, seed: int = SEED) -> tuple[list[dict], dict]:
-    """Draw ``n`` tasks deterministically and turn them into legacy dicts (without outputs).
+def gate_task(task: Task, instruction: str) -> Optional[str]:
+    """Run every check a drawn task must pass; returns the rejection reason or None.
 
-    Per task type (quota from :func:`quotas`; endpoint split into source and target roles,
-    the odd one to source): graphs in ``Random(seed)``-shuffled order, each
-    graph's tasks shuffled, then taken round-robin (one per graph per round). Each drawn task
-    gets a template (``rng.choice``) and must pass the gates (no instruction token equal to a
-    candidate id; :func:`legacy.converter.build_record`'s eligibility gate;
-    :func:`generator.gates.run_record_gates` with suite ``legacy``); a failure is counted and
-    the next draw replaces it.
-
-    Returns:
-        ``(dicts, report)``: legacy dicts sorted by (graph, task type, key) with ids
-        ``gv_<graph>_<task type>_<k>``, each with its candidates (every element of the graph)
-        in a released order shuffled by ``Random(first 8 bytes of sha256("<seed>|<id>"))``; ``report`` = ``{"available": {type: n},
-        "quotas": {type: n}, "selected": {type: n}, "graphs": {type: number of graphs},
-        "gate_rejections": {reason: n}}``.
+    Checks, in order: no instruction token equals a candidate id; the converter's
+    eligibility gate (:func:`legacy.converter.build_record`: unique gold, task-need,
+    legibility and visibility rules, reasons as in :data:`legacy.converter.REASONS`); the
+    release's per-record gates (:func:`generator.gates.run_record_gates`, suite ``legacy``,
+    the visible oracle included; reason ``gate <name>``).
     """
     from generator.gates import run_record_gates
 
+    obj = legacy_dict(task, "pending", instruction)
+    if _leaks(instruction, obj["candidate_ids"]):
+        return "instruction names a candidate id"
+    try:
+        rec = build_record(to_input(obj), render=False)
+    except Ineligible as exc:
+        return exc.args[0]
+    ok, gate = run_record_gates(rec, rec.reference_json(), "legacy")
+    return None if ok else f"gate {gate}"
+
+
+def select_tasks(tasks: Optional[dict[str, list[Task]]] = None, n: int = N_TASKS, seed: int = SEED) -> tuple[list[dict], dict]:
+    """Gate every derived task, then draw ``n`` of the passing ones deterministically.
+
+    Every task of :func:`all_tasks` gets its instruction (:func:`_instruction`) and goes
+    through :func:`gate_task`; rejections are counted by reason over the whole pool (so the
+    counts do not depend on the draw). From the passing tasks, per task type (quota from
+    :func:`quotas`; endpoint split into its two roles, the odd one to source): graphs in
+    ``Random(seed)``-shuffled order, each graph's tasks shuffled, then taken round-robin
+    (one per graph per round).
+
+    Returns:
+        ``(dicts, report)``: legacy dicts sorted by (graph, task type, key) with ids
+        ``gv_<graph>_<task type>_<k>``, each with its candidates (every element of the
+        graph) in a released order shuffled by ``Random(first 8 bytes of
+        sha256("<seed>|<id>"))``; ``report`` = ``{"derived": {type: n}, "available": {type:
+        n passing}, "quotas", "selected", "endpoint_roles", "graphs": {type: number of
+        graphs}, "gate_rejections": {reason: n}}``.
+
+    Raises:
+        ValueError: fewer than ``n`` passing tasks, or fewer than a stratum's quota.
+    """
     tasks = tasks if tasks is not None else all_tasks()
     rng = random.Random(seed)
     templates = load_templates()
-    available = {t: sum(1 for ts in tasks.values() for x in ts if x.task_type == t) for t in LEGACY_TASK_TYPES}
+    derived = {t: sum(1 for ts in tasks.values() for x in ts if x.task_type == t) for t in LEGACY_TASK_TYPES}
+    rejections: Counter = Counter()
+    passing: dict[str, list[tuple[Task, str]]] = {}
+    for g in sorted(tasks):
+        for task in tasks[g]:
+            instruction = _instruction(task, seed, templates)
+            reason = gate_task(task, instruction)
+            if reason is not None:
+                rejections[reason] += 1
+                continue
+            passing.setdefault(g, []).append((task, instruction))
+    available = {t: sum(1 for ps in passing.values() for x, _ in ps if x.task_type == t) for t in LEGACY_TASK_TYPES}
+    roles = {k: sum(1 for ps in passing.values() for x, _ in ps if x.template_key == k)
+             for k in ("endpoint_source", "endpoint_target")}
     want = quotas(available, n)
-    # Strata: the task types, with endpoint split evenly into source and target roles.
     strata: list[tuple[str, int]] = []
     for task_type in LEGACY_TASK_TYPES:
         if task_type == "endpoint":
             half = want[task_type] // 2
-            strata += [("endpoint_source", want[task_type] - half), ("endpoint_target", half)]
+            src = min(want[task_type] - half, roles["endpoint_source"])
+            tgt = min(want[task_type] - src, roles["endpoint_target"])
+            src = want[task_type] - tgt
+            strata += [("endpoint_source", src), ("endpoint_target", tgt)]
         else:
             strata.append((task_type, want[task_type]))
     chosen: list[tuple[Task, str]] = []
-    rejections: Counter = Counter()
     for stratum, quota in strata:
-        graphs = sorted(g for g, ts in tasks.items() if any(x.template_key == stratum for x in ts))
+        graphs = sorted(g for g, ps in passing.items() if any(x.template_key == stratum for x, _ in ps))
         rng.shuffle(graphs)
         queues = {}
         for g in graphs:
-            queue = [x for x in tasks[g] if x.template_key == stratum]
+            queue = [p for p in passing[g] if p[0].template_key == stratum]
             rng.shuffle(queue)
             queues[g] = queue
         taken = 0
@@ -261,22 +309,7 @@ def select_tasks(tasks: Optional[dict[str, list[Task]]] = None, n: int = N_TASKS
             for g in graphs:
                 if taken == quota or not queues[g]:
                     continue
-                task = queues[g].pop(0)
-                instruction = _instruction(task, rng, templates)
-                obj = legacy_dict(task, "pending", instruction)
-                if _leaks(instruction, obj["candidate_ids"]):
-                    rejections["instruction names a candidate id"] += 1
-                    continue
-                try:
-                    rec = build_record(to_input(obj), render=False)
-                except Ineligible as exc:
-                    rejections[exc.args[0]] += 1
-                    continue
-                ok, gate = run_record_gates(rec, rec.reference_json(), "legacy")
-                if not ok:
-                    rejections[f"gate {gate}"] += 1
-                    continue
-                chosen.append((task, instruction))
+                chosen.append(queues[g].pop(0))
                 taken += 1
         if taken < quota:
             raise ValueError(f"only {taken} {stratum} tasks pass the gates, {quota} needed")
@@ -293,10 +326,12 @@ def select_tasks(tasks: Optional[dict[str, list[Task]]] = None, n: int = N_TASKS
         random.Random(int.from_bytes(digest[:8], "big")).shuffle(obj["candidate_ids"])
         dicts.append(obj)
     report = {
+        "derived": derived,
         "available": available,
         "quotas": want,
         "selected": dict(Counter(d["task_type"] for d in dicts)),
-        "endpoint_roles": dict(Counter(d["target"]["endpoint"] for d in dicts if d["task_type"] == "endpoint")),
+        "endpoint_roles": dict(sorted(Counter(d["target"]["endpoint"] for d in dicts
+                                              if d["task_type"] == "endpoint").items())),
         "graphs": {t: len({d["svg_file"] for d in dicts if d["task_type"] == t}) for t in LEGACY_TASK_TYPES},
         "gate_rejections": dict(sorted(rejections.items())),
     }
