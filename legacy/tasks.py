@@ -60,6 +60,9 @@ MAX_NAME_CHARS = 40
 MIN_CLUSTERS = 3
 TEMPLATES_FILE = DATA_DIR / "templates.json"
 BRIDGE_FILE = DATA_DIR / "bridge_records.jsonl"
+SELECTION_FILE = DATA_DIR / "bridge_selection.json"
+"""The selection report of the shipped file (:func:`select_tasks`: derived, passing, quotas,
+selected and rejections by reason), written beside it and copied into the manifest."""
 SOURCE_PREFIX = "graphviz-doc examples/graphs"
 PREDICTOR = "rank_bm25"
 
@@ -362,8 +365,8 @@ def bm25_provenance(date: Optional[str] = None) -> dict:
         "parameters": {"k1": rankers.BM25_K1, "b": rankers.BM25_B, "method": "lucene",
                        "tokenizer": "exbind_scoring.tokenize",
                        "tie_break": "sha256('{case_id}|rank_bm25|{candidate_id}') ascending"},
-        "reads": "the instruction and each candidate's candidate_text (node label, edge title and label, "
-                 "cluster label); never gold, the image or latent fields",
+        "reads": "the instruction and each candidate's candidate_text (the label the element draws: node, "
+                 "edge or cluster label); never gold, the image or latent fields",
         "output_format": '{"target_id": "<top-1 candidate id>"}',
         "packages": {"python": platform.python_version(), **versions},
         "source_sha256": {p: _file_sha256(root / p) for p in ("predictors/rankers.py", "exbind_scoring.py")},
@@ -392,6 +395,8 @@ def write_bridge_records(path: Path = BRIDGE_FILE, date: Optional[str] = None) -
         obj = dict(obj, cached_output=run_bm25(record), output_provenance=provenance)
         lines.append(json.dumps(obj, sort_keys=True, ensure_ascii=False))
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    if path == BRIDGE_FILE:
+        SELECTION_FILE.write_text(json.dumps(report, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     return {**report, "path": str(path), "n": len(lines)}
 
 
