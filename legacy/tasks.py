@@ -1,13 +1,20 @@
 """Legacy bridge tasks derived from the shipped Graphviz gallery SVGs, and the cached run.
 
-Every task comes from the SVG structure (:func:`legacy.gallery.parse_svg`), never by hand:
+Every task comes from the SVG structure (:func:`legacy.gallery.parse_svg`), never by hand
+(SPEC §8; issue 9 item 5):
 
 - object: "the node named X" -> the node element X;
-- endpoint: "the source (target) node of the edge from A to B" -> node A (B), for every
-  directed edge element A->B (A != B);
+- endpoint: one node is named, and its single edge must be traced to the asked node. For a
+  directed edge A->B (A != B): when A has no other edge, "where does the only edge out of
+  A point" -> B (role target); when B has no other edge, "where does the only edge into B
+  come from" -> A (role source). The asked endpoint is never named;
 - edge: "the edge from A to B" -> the edge element A->B, when exactly one edge element joins
   A to B in that direction (where B->A also exists it is a decoy);
-- group: "the innermost cluster that contains X" -> the smallest cluster whose box holds X.
+- group: "the innermost cluster that contains X" -> the smallest cluster whose box holds X,
+  only on graphs with :data:`MIN_CLUSTERS` or more clusters (all of them candidates).
+
+Tasks on a graph whose smallest label renders under 8 px use its enlarged copy
+(:data:`legacy.gallery.LARGE_DIR`, :func:`legacy.gallery.task_svg_name`).
 
 Referring names (what an instruction calls a node, :func:`referring_names`): a node's title
 (dot name) when its visible label is the title or starts with the title and a space (e.g.
@@ -18,13 +25,15 @@ must paint pixels. Nodes without such a name are never referred to. Undirected g
 (``A--B`` edges) give object and group tasks only.
 
 Candidates are every node, edge and cluster element of the graph (released in a per-record
-seeded shuffle);
-:func:`select_tasks` draws exactly :data:`N_TASKS` tasks with ``random.Random(SEED)``,
-balanced across task types where the material allows, round-robin over graphs so many
-graphs contribute; each drawn task must pass the release's per-record gates
-(:func:`generator.gates.run_record_gates`, suite ``legacy``), and a failing one is replaced
-by the next draw (counted). The cached outputs come from one real run of the BM25 ranker
-(:func:`run_bm25`); ``python -m legacy.tasks`` rewrites ``legacy/data/bridge_records.jsonl``.
+seeded shuffle). :func:`select_tasks` gates every derived task (:func:`gate_task`: no
+instruction token equal to a candidate id; the converter's eligibility gate with its
+task-need, legibility and visibility rules; the release's per-record gates, the visible
+oracle included), counts rejections by reason over the whole pool, and draws exactly
+:data:`N_TASKS` of the passing tasks with ``random.Random(SEED)``, balanced across task
+types where the material allows, round-robin over graphs so many graphs contribute. The
+cached outputs come from one real run of the BM25 ranker (:func:`run_bm25`);
+``python -m legacy.tasks`` rewrites ``legacy/data/bridge_records.jsonl`` and
+``legacy/data/bridge_selection.json`` (the selection report the manifest carries).
 """
 
 from __future__ import annotations
@@ -49,7 +58,6 @@ from legacy.gallery import (
     SvgGraph,
     boxes_for,
     gallery_names,
-    gallery_svg,
     parse_svg_cached,
     task_svg_name,
 )
