@@ -611,3 +611,17 @@ def test_converter_rejects_unneeded_illegible_and_invisible_tasks(tmp_path):
     assert [(r["line"], r["reason"]) for r in counts["rejected_records"]] == [
         (1, "instruction names the asked endpoint"), (2, "fewer than 3 cluster candidates"),
         (3, "label renders below 8 px"), (4, "gold has no visible ink")]
+
+
+def test_enlarged_copies_change_only_the_root_size():
+    stored = json.loads((gallery.LARGE_DIR / "boxes.json").read_text())
+    assert sorted(stored) == sorted(p.name for p in gallery.LARGE_DIR.glob("*.svg"))
+    assert len(stored) == 11
+    for name, entry in stored.items():
+        big = (gallery.LARGE_DIR / name).read_text()
+        orig = gallery.gallery_svg(name)
+        assert big == gallery.enlarge(orig, entry["factor"])
+        strip = lambda s: re.sub(r'<svg width="[^"]*" height="[^"]*"', "<svg", s)  # noqa: E731
+        assert strip(big) == strip(orig)
+        assert entry["sha256"] == gallery.sha256_text(big)
+        assert gallery.enlargement(big) == 1.0 < entry["factor"] == gallery.enlargement(orig)
