@@ -147,3 +147,13 @@ def test_build_cli_exits_2_without_traceback(tmp_path):
     assert "Traceback" not in proc.stderr
     assert f"{path}:1: field `svg_file`: " in proc.stderr and "is not a regular file" in proc.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_the_jsonl_itself_must_be_a_regular_readable_file(tmp_path):
+    os.mkfifo(tmp_path / "records.jsonl")
+    for path, message in ((Path("/dev/zero"), "/dev/zero:0: field `<file>`: is not a regular file; give a JSONL file"),
+                          (tmp_path / "records.jsonl", "records.jsonl:0: field `<file>`: is not a regular file"),
+                          (tmp_path / "missing.jsonl", "missing.jsonl:0: field `<file>`: cannot read the file")):
+        with pytest.raises(converter.LegacyRecordError) as info:
+            converter.convert_file(path, render=False)
+        assert message in str(info.value)
