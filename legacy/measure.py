@@ -30,6 +30,8 @@ def _alpha_box(svg_text: str) -> tuple[Optional[list[int]], tuple[int, int]]:
     return [left, top, right - left, bottom - top], size
 
 
+CROP_PADS = (8, 64, 512)
+"""Margins (px) tried around an element's estimated extent before measuring it on the full canvas."""
 _TRANSFORM = re.compile(r"(scale|rotate|translate)\(\s*([^)]*)\)")
 
 
@@ -145,21 +147,24 @@ def element_boxes(svg: str) -> tuple[dict[str, Optional[list[int]]], tuple[int, 
             corners = [to_root(x, y) for x in (extent[0], extent[2]) for y in (extent[1], extent[3])]
             px = [(cx - vx) * per + ox for cx, _ in corners]
             py = [(cy - vy) * per + oy for _, cy in corners]
-            pad = 8
-            x0, y0 = max(0, math.floor(min(px)) - pad), max(0, math.floor(min(py)) - pad)
-            x1, y1 = min(size[0], math.ceil(max(px)) + pad), min(size[1], math.ceil(max(py)) + pad)
-            if x1 > x0 and y1 > y0:
+            for pad in CROP_PADS:
+                x0, y0 = max(0, math.floor(min(px)) - pad), max(0, math.floor(min(py)) - pad)
+                x1, y1 = min(size[0], math.ceil(max(px)) + pad), min(size[1], math.ceil(max(py)) + pad)
+                if x1 <= x0 or y1 <= y0 or (x1 - x0) * (y1 - y0) * 2 > size[0] * size[1]:
+                    break  # a crop this large saves nothing: measure on the full canvas
                 w, h = x1 - x0, y1 - y0
                 attrs = dict(root.attrib)
                 attrs.update(width=f"{w}px", height=f"{h}px",
                              viewBox=f"{vx + (x0 - ox) / per!r} {vy + (y0 - oy) / per!r} {w / per!r} {h / per!r}")
                 attrs["preserveAspectRatio"] = "none"
                 crop, own = alone(g, attrs)
-                if crop is not None and own == (w, h):
-                    inside = ((crop[0] > 0 or x0 == 0) and (crop[1] > 0 or y0 == 0)
-                              and (crop[0] + crop[2] < w or x1 == size[0]) and (crop[1] + crop[3] < h or y1 == size[1]))
-                    if inside:
-                        box = [crop[0] + x0, crop[1] + y0, crop[2], crop[3]]
+                if crop is None or own != (w, h):
+                    break
+                inside = ((crop[0] > 0 or x0 == 0) and (crop[1] > 0 or y0 == 0)
+                          and (crop[0] + crop[2] < w or x1 == size[0]) and (crop[1] + crop[3] < h or y1 == size[1]))
+                if inside:
+                    box = [crop[0] + x0, crop[1] + y0, crop[2], crop[3]]
+                    break
         if box is None:
             box, own = alone(g, dict(root.attrib))
             if own != size:
