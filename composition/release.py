@@ -338,6 +338,8 @@ def build_release(processes: Optional[int] = None, progress=None, broad_seed: in
         ValueError: ``scale`` is not a positive integer.
         RuntimeError: when a suite-level check fails (the build stops; nothing is written).
     """
+    # Legacy input first: a malformed or hostile user file is refused before any generation.
+    legacy_records, legacy_gate = bridge_records(legacy_path)
     _check_scale(scale)
     permutation_seeds = tuple(PERMUTATION_SEEDS)
     if seed is not None:
@@ -366,7 +368,7 @@ def build_release(processes: Optional[int] = None, progress=None, broad_seed: in
     configs["targeted_table_permuted"] = [p for r in configs["targeted_table"]
                                           for p in permuted_records(r, permutation_seeds)]
     configs["targeted_table_column_metadata"] = [column_metadata_record(r) for r in configs["targeted_table"]]
-    configs["legacy_bridge"], legacy_gate = bridge_records(legacy_path)
+    configs["legacy_bridge"] = legacy_records
 
     gate_tables = {}
     for suite, gen in (("broad", broad), ("targeted", targeted)):

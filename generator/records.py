@@ -43,6 +43,7 @@ FEATURES = datasets.Features(
                 "column": datasets.Value("string"),
                 "tag": datasets.Value("string"),
                 "parent_id": datasets.Value("string"),
+                "text": datasets.Value("string"),
             }
         ),
         "gold": datasets.Value("string"),
@@ -150,6 +151,7 @@ class ExBindRecord:
                 "column": c.meaning.column if self.show_column else None,
                 "tag": c.tag,
                 "parent_id": c.parent_id,
+                "text": None,  # legacy rows show each element's visible label (generator.legacy.converter)
             }
             for c in self.case.candidates
         ]

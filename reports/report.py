@@ -116,6 +116,11 @@ def legacy_bridge_profile(export_dir: Path, manifest: dict) -> str:
     ds = datasets.load_dataset(str(export_dir), "legacy_bridge", split="test").remove_columns(["image"])
     elig = manifest["legacy_bridge_eligibility"]
     rejected = ", ".join(f"{k} {v}" for k, v in elig["rejected"].items()) or "none"
+    selection = elig.get("selection")
+    if selection:  # the shipped file: how its tasks were drawn from the gated pool
+        pool = ", ".join(f"{k} {v}" for k, v in selection["gate_rejections"].items()) or "none"
+        rejected += (f"; drawn from {sum(selection['derived'].values())} derived tasks, "
+                     f"{sum(selection['available'].values())} passing, rejected by reason: {pool}")
     rows = []
     predictors = sorted({c["predictor"] for c in ds["cached_output"]})
     groups = [("all", list(range(ds.num_rows)))] + [

@@ -11,7 +11,7 @@
 # 0, the SVG is under 200000 bytes and it has 3..80 node elements. Then the pixel box of
 # every node, edge and cluster element is measured (python -m generator.legacy.gallery boxes) and the
 # cluster membership derived from the SVG geometry is checked against `dot -Tjson`.
-# The tasks and the cached BM25 outputs are a separate step: python -m generator.legacy.tasks
+# The tasks and the cached BM25 outputs are a separate step: python -m predictors.legacy_cache
 #
 # Usage: bash scripts/render_graphviz_gallery.sh [EXAMPLES_DIR]
 set -euo pipefail
@@ -52,6 +52,7 @@ for src in "$EXAMPLES"/directed/*.gv "$EXAMPLES"/directed/*.gv.gz "$EXAMPLES"/un
 done
 
 python -m generator.legacy.gallery boxes
+python -m generator.legacy.gallery large   # enlarged copies of SVGs whose labels render under 8 px
 # Cluster membership is derived from the SVG geometry; check it against dot's own JSON.
 python -m generator.legacy.gallery verify-clusters "$work"
 
@@ -90,6 +91,7 @@ py_versions=$(python -c 'import cairosvg, PIL, sys; print(f"python {sys.version.
     echo 'dot -Tsvg NAME.gv -o NAME.svg'
     echo "# kept when dot exits 0, the SVG is < $MAX_BYTES bytes and has $MIN_NODES..$MAX_NODES class=\"node\" elements"
     echo 'python -m generator.legacy.gallery boxes   # boxes.json: painted pixel box of every node/edge/cluster'
+    echo 'python -m generator.legacy.gallery large   # large/: enlarged copies (root width/height only) where labels < 8 px'
     echo 'dot -Tjson NAME.gv -o NAME.json; python -m generator.legacy.gallery verify-clusters DIR   # membership check'
     echo '```'
     echo

@@ -195,9 +195,9 @@ def test_parquet_check_rejects_big_row_groups_without_page_index_or_hf_metadata(
     bad = tmp_path / "bad.parquet"
     pq.write_table(table.replace_schema_metadata(None), bad, row_group_size=1000)
     layout = parquet_layout(bad)
-    assert len(layout["offset_index_missing"]) == len(layout["column_index_missing"]) == 42  # every leaf column
+    assert len(layout["offset_index_missing"]) == len(layout["column_index_missing"]) == 43  # every leaf column
     short = [c for c in layout["column_index_missing"] if c not in LONG_VALUE_COLUMNS]
-    assert len(short) == 38
+    assert len(short) == 39
     assert parquet_problems(bad) == [
         f"{bad.as_posix()}: row groups [120], expected [100, 20] (100 rows each)",
         f"{bad.as_posix()}: no b'huggingface' schema metadata (features unknown to the viewer)",

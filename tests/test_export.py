@@ -16,7 +16,7 @@ from publishing.export import MANIFEST_NAME, export_release, sha256_file, verify
 from composition.release import CONFIGS, build_release
 
 # Image-free configs hash the same on every machine (no rasterizer in the bytes).
-TARGETED_TABLE_RECORDS_SHA256 = "44a36fdc26a580599b8becbe3963c235a4a2fe2c151f2df07f283641f0a46362"
+TARGETED_TABLE_RECORDS_SHA256 = "97f3ee4fe78c2d4111873bd50743ac15603b1a7ec03d55251b4bb92c62ede706"
 
 
 def _files(folder: Path) -> dict[str, str]:
@@ -42,6 +42,12 @@ def test_manifest_hashes_every_file_and_pins_the_records(export_dir):
     assert manifest["counts"]["targeted_table"]["by_format_condition"] == {
         "table": {"compact": 40, "conjunctive": 40, "high_candidate": 40}}
     assert manifest["canonical_records_sha256"]["targeted_table"] == TARGETED_TABLE_RECORDS_SHA256
+    legacy = manifest["legacy_bridge_eligibility"]
+    assert (legacy["attempted"], legacy["eligible"], legacy["rejected"]) == (300, 300, {})
+    assert legacy["selection"]["gate_rejections"] == {
+        "gate visible_oracle": 941, "gold has no visible ink": 26, "instruction names a candidate id": 8,
+        "traced edge has no visible ink": 18}
+    assert legacy["selection"]["selected"] == {"object": 90, "endpoint": 73, "edge": 90, "group": 47}
 
 
 def test_gate_tables_match_paper_table_6_form(export_dir):

@@ -11,7 +11,7 @@ import PIL.Image
 
 from generator.prompt import build_prompt
 
-VISIBLE_CANDIDATE_KEYS = {"candidate_id", "candidate_type", "bbox", "roles", "column", "tag", "parent_id"}
+VISIBLE_CANDIDATE_KEYS = {"candidate_id", "candidate_type", "bbox", "roles", "column", "tag", "parent_id", "text"}
 
 
 def test_composition_is_exactly_spec_section_6(rows):
@@ -80,6 +80,7 @@ def test_latent_annotations_never_reach_candidates_or_prompt(rows):
                 assert (c["column"] is not None) == (config == "targeted_table_column_metadata")
                 assert (c["tag"] is not None) == (r["format"] == "svg" and r["suite"] != "legacy")
                 assert c["parent_id"] is None or r["format"] == "svg"
+                assert (c["text"] is not None) == (config == "legacy_bridge")
             for cand in ref["candidates"]:
                 assert cand["semantic_id"] not in r["prompt"]
             assert r["latent_id"] not in r["prompt"]

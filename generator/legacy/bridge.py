@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from pathlib import Path
 from typing import Optional, Union
@@ -18,7 +19,7 @@ from typing import Optional, Union
 from exbind_scoring import LEGACY_TASK_TYPES, score_prediction
 from generator.records import ExBindRecord
 from generator.legacy.converter import convert_file
-from generator.legacy.tasks import BRIDGE_FILE
+from generator.legacy.tasks import BRIDGE_FILE, SELECTION_FILE
 
 CONFIG = "legacy_bridge"
 
@@ -37,12 +38,16 @@ def bridge_records(path: Optional[Union[str, Path]] = None, render: bool = True)
         format ``svg``, family ``legacy``, condition = task type) with ``cached_output`` =
         ``{"output", "predictor", "provenance"}`` (provenance as a JSON string);
         ``gate_counts`` = ``{"attempted", "eligible", "rejected": {reason: n},
-        "rejected_records": [{"line", "id", "reason"}]}``.
+        "rejected_records": [{"line", "id", "reason"}]}``; for the shipped file also
+        ``"selection"``: how its tasks were chosen (:func:`generator.legacy.tasks.select_tasks` report:
+        tasks derived and passing per type, quotas, selected, ``gate_rejections`` by reason).
 
     Raises:
         generator.legacy.converter.LegacyRecordError: a malformed line (names the line and field).
     """
     pairs, counts = convert_file(Path(path) if path is not None else BRIDGE_FILE, render=render)
+    if path is None and SELECTION_FILE.exists():
+        counts["selection"] = json.loads(SELECTION_FILE.read_text(encoding="utf-8"))
     return [record for record, _score in pairs], counts
 
 

@@ -43,7 +43,9 @@ from exbind_scoring import (
 from generator.records import ExBindRecord
 from generator.render import rasterize
 from generator.schema import Candidate, Meaning, SurfaceCase, Target
+from generator.legacy import visibility
 from generator.legacy.gallery import SvgGraph, SvgStructureError, boxes_for, parse_svg_cached
+from generator.legacy.limits import MAX_LINE_BYTES, LimitError, check_svg_text, decode_utf8, read_confined
 
 CANDIDATE_TYPE = "svg_element"
 SOURCE_TYPE = "svg"
@@ -71,6 +73,11 @@ REASONS = (
     "target not among candidates",
     "gold not unique",
     "gold differs from the svg-derived target",
+    "label renders below 8 px",
+    "gold has no visible ink",
+    "traced edge has no visible ink",
+    "instruction names the asked endpoint",
+    "fewer than 3 cluster candidates",
 )
 
 
@@ -91,6 +98,18 @@ class LegacyRecordError(ValueError):
 
 class Ineligible(Exception):
     """A well-formed record fails the eligibility gate; ``args[0]`` is one of :data:`REASONS`."""
+
+
+class RenderError(Exception):
+    """The record's SVG cannot be rendered; :func:`convert_inputs` reports it as a
+    :class:`LegacyRecordError` naming the file, line and field."""
+
+
+def _spec_of(target: Target) -> dict:
+    """The structured target (node titles) of a Target built without one (object, edge)."""
+    if target.kind == "object":
+        return {"node": target.entity.split(":", 1)[1]}
+    return {"edge": [target.source.split(":", 1)[1], target.target.split(":", 1)[1]]}
 
 
 @dataclass
@@ -114,6 +133,7 @@ class LegacyInput:
     cached_output: Optional[str]
     output_provenance: Optional[dict]
     svg_file: Optional[str] = None
+    path: str = "<records>"
 
 
 # --------------------------------------------------------------------------- reading
@@ -169,11 +189,14 @@ def parse_record(obj: Any, line: int, path: str = "<records>", base_dir: Optiona
         svg_file = obj["svg_file"]
         if not isinstance(svg_file, str) or not svg_file:
             fail("svg_file", "must be a path string relative to the JSONL file")
-        full = (base_dir or Path(".")) / svg_file
         try:
-            svg = _read_text(str(full))
-        except OSError as exc:
-            fail("svg_file", f"cannot read {full} ({exc.strerror or exc})")
+            svg = read_confined(base_dir or Path("."), svg_file)
+        except LimitError as exc:
+            fail("svg_file", str(exc))
+    try:
+        check_svg_text(svg)
+    except LimitError as exc:
+        fail("svg" if has_svg else "svg_file", str(exc))
     ids = obj["candidate_ids"]
     if not ids:
         fail("candidate_ids", "must list at least one element id")
@@ -194,7 +217,7 @@ def parse_record(obj: Any, line: int, path: str = "<records>", base_dir: Optiona
     if prov is not None and not isinstance(prov.get("predictor"), str):
         fail("output_provenance", "must name the predictor: {\"predictor\": \"<name>\", ...}")
     return LegacyInput(line, obj["id"], obj["source"], task, obj["instruction"], svg, list(ids),
-                       gold["target_id"], target, obj.get("cached_output"), prov, svg_file)
+                       gold["target_id"], target, obj.get("cached_output"), prov, svg_file, path)
 
 
 def _check_target(target: Any, task: str, fail) -> None:
@@ -220,25 +243,40 @@ def _check_target(target: Any, task: str, fail) -> None:
         fail("target", f"must be {shapes[task]} for a {task} task, got {json.dumps(target)[:120]}")
 
 
-@functools.lru_cache(maxsize=256)
-def _read_text(path: str) -> str:
-    with open(path, encoding="utf-8") as fh:
-        return fh.read()
-
-
 def read_legacy_jsonl(path: Union[str, Path]) -> list[LegacyInput]:
     """Read and validate every line of a legacy JSONL file (blank lines are skipped).
 
+    The file itself must be a regular file; each line must be UTF-8 and at most
+    :data:`generator.legacy.limits.MAX_LINE_BYTES` bytes; ``svg`` / ``svg_file`` go through
+    :mod:`generator.legacy.limits` (confined paths, regular files, size, element and canvas limits).
+
     Raises:
-        LegacyRecordError: at the first malformed line (bad JSON, missing/mistyped field,
-            unknown task type, gold not among candidates, duplicate id, ...).
-        OSError: the file cannot be read.
+        LegacyRecordError: at the first malformed line (bad JSON or UTF-8, missing/mistyped
+            field, unknown task type, gold not among candidates, duplicate id, an SVG over a
+            limit, ...); line 0 and field ``<file>`` when the file itself cannot be read.
     """
+    import os
+    import stat
+
     path = Path(path)
     out: list[LegacyInput] = []
     seen: dict[str, int] = {}
-    with open(path, encoding="utf-8") as fh:
-        for line_no, text in enumerate(fh, start=1):
+    try:
+        info = os.stat(path)
+    except OSError as exc:
+        raise LegacyRecordError(str(path), 0, "<file>", f"cannot read the file ({exc.strerror or exc})") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise LegacyRecordError(str(path), 0, "<file>", "is not a regular file; give a JSONL file")
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as fh:
+        for line_no, raw in enumerate(iter(lambda: fh.readline(MAX_LINE_BYTES + 1), b""), start=1):
+            if len(raw) > MAX_LINE_BYTES:
+                raise LegacyRecordError(str(path), line_no, "<line>",
+                                        f"is over the {MAX_LINE_BYTES}-byte line limit; use svg_file for large SVGs")
+            try:
+                text = decode_utf8(raw, "the line")
+            except LimitError as exc:
+                raise LegacyRecordError(str(path), line_no, "<line>", str(exc)) from None
             if not text.strip():
                 continue
             try:
@@ -269,9 +307,18 @@ class LegacySurfaceCase(SurfaceCase):
 class LegacyRecord(ExBindRecord):
     """An :class:`~generator.records.ExBindRecord` of suite ``legacy`` (family ``legacy``).
 
-    Only :meth:`binding` differs: ``attribute`` is the task type (``"source endpoint"`` /
-    ``"target endpoint"`` for endpoint tasks) and the target type is ``svg_element``.
+    :meth:`binding` differs: ``attribute`` is the task type (``"source endpoint"`` /
+    ``"target endpoint"`` for endpoint tasks) and the target type is ``svg_element``; and
+    :meth:`visible_candidates` adds each element's visible text (``text``: the label drawn
+    in the picture, ``""`` for unlabelled elements), the text content an SVG inspector
+    shows for the element.
     """
+
+    def visible_candidates(self) -> list[dict]:
+        rows = super().visible_candidates()
+        for row, c in zip(rows, self.case.candidates):
+            row["text"] = c.text
+        return rows
 
     def binding(self) -> dict:
         t = self.case.target
@@ -305,15 +352,15 @@ def element_entities(graph: SvgGraph) -> dict[str, str]:
 
 
 def candidate_text(graph: SvgGraph, element_id: str) -> str:
-    """``candidate_text`` (SPEC §7) of an element: a node's or cluster's visible label, an
-    edge's ``<title>`` (``A->B``; its visible label too when it has one)."""
+    """``candidate_text`` (SPEC §7) of an element: the text it draws in the picture (a node's,
+    cluster's or edge's visible label; ``""`` when it draws none). An edge's ``<title>``
+    (``A->B``) is not drawn, so it is not part of it."""
     kind = graph.kind(element_id)
     if kind == "node":
         return graph.nodes[element_id].text
     if kind == "cluster":
         return graph.clusters[element_id].text
-    e = graph.edges[element_id]
-    return f"{e.title} {e.text}".strip()
+    return graph.edges[element_id].text
 
 
 def _meaning(graph: SvgGraph, entities: dict[str, str], latent_id: str, gid: str) -> Meaning:
@@ -415,7 +462,15 @@ def build_record(inp: LegacyInput, render: bool = True) -> LegacyRecord:
     if any(cid not in entities for cid in inp.candidate_ids):
         raise Ineligible("candidate is not an svg element")
     target = _target(inp, graph, entities)
-    boxes, size = boxes_for(inp.svg)
+    try:
+        boxes, size = boxes_for(inp.svg)
+        png, png_size = _image(inp.svg)
+    except Exception as exc:  # noqa: BLE001 - cairosvg/PIL raise many types on hostile SVGs
+        raise RenderError(f"cannot be rendered ({type(exc).__name__}: {str(exc)[:200]})") from None
+    if tuple(png_size) != tuple(size):
+        raise ValueError(f"record {inp.id!r}: PNG is {png_size}, stored boxes are for {size}")
+    visibility.check_record(inp.svg, inp.task_type, inp.target or _spec_of(target), inp.instruction, graph,
+                            boxes, png, inp.gold_id, inp.candidate_ids, Ineligible)
     candidates = [
         Candidate(candidate_id=cid, candidate_type=CANDIDATE_TYPE, text=candidate_text(graph, cid),
                   meaning=_meaning(graph, entities, inp.id, cid),
@@ -426,11 +481,8 @@ def build_record(inp: LegacyInput, render: bool = True) -> LegacyRecord:
                              candidates=candidates, target=target, render_svg=inp.svg, image_size=tuple(size))
     if not any(c.meaning.semantic_id == target.semantic_id for c in candidates):
         raise Ineligible("target not among candidates")
-    png = None
-    if render:
-        png, png_size = _image(inp.svg)
-        if tuple(png_size) != tuple(size):
-            raise ValueError(f"record {inp.id!r}: PNG is {png_size}, stored boxes are for {size}")
+    if not render:
+        png = None
     cached = None
     if inp.cached_output is not None:
         cached = {
@@ -472,6 +524,8 @@ def convert_inputs(inputs: list[LegacyInput], render: bool = True) -> tuple[list
     for inp in inputs:
         try:
             record = build_record(inp, render=render)
+        except RenderError as exc:
+            raise LegacyRecordError(inp.path, inp.line, "svg_file" if inp.svg_file else "svg", str(exc)) from None
         except Ineligible as exc:
             reason = exc.args[0]
             rejected[reason] = rejected.get(reason, 0) + 1

@@ -1,13 +1,20 @@
-"""Legacy bridge tasks derived from the shipped Graphviz gallery SVGs, and the cached run.
+"""Legacy bridge tasks derived from the shipped Graphviz gallery SVGs.
 
-Every task comes from the SVG structure (:func:`generator.legacy.gallery.parse_svg`), never by hand:
+Every task comes from the SVG structure (:func:`generator.legacy.gallery.parse_svg`), never by hand
+(SPEC §8; issue 9 item 5):
 
 - object: "the node named X" -> the node element X;
-- endpoint: "the source (target) node of the edge from A to B" -> node A (B), for every
-  directed edge element A->B (A != B);
+- endpoint: one node is named, and its single edge must be traced to the asked node. For a
+  directed edge A->B (A != B): when A has no other edge, "where does the only edge out of
+  A point" -> B (role target); when B has no other edge, "where does the only edge into B
+  come from" -> A (role source). The asked endpoint is never named;
 - edge: "the edge from A to B" -> the edge element A->B, when exactly one edge element joins
   A to B in that direction (where B->A also exists it is a decoy);
-- group: "the innermost cluster that contains X" -> the smallest cluster whose box holds X.
+- group: "the innermost cluster that contains X" -> the smallest cluster whose box holds X,
+  only on graphs with :data:`MIN_CLUSTERS` or more clusters (all of them candidates).
+
+Tasks on a graph whose smallest label renders under 8 px use its enlarged copy
+(:data:`generator.legacy.gallery.LARGE_DIR`, :func:`generator.legacy.gallery.task_svg_name`).
 
 Referring names (what an instruction calls a node, :func:`referring_names`): a node's title
 (dot name) when its visible label is the title or starts with the title and a space (e.g.
@@ -18,27 +25,24 @@ must paint pixels. Nodes without such a name are never referred to. Undirected g
 (``A--B`` edges) give object and group tasks only.
 
 Candidates are every node, edge and cluster element of the graph (released in a per-record
-seeded shuffle);
-:func:`select_tasks` draws exactly :data:`N_TASKS` tasks with ``random.Random(SEED)``,
-balanced across task types where the material allows, round-robin over graphs so many
-graphs contribute; each drawn task must pass the release's per-record gates
-(:func:`generator.gates.run_record_gates`, suite ``legacy``), and a failing one is replaced
-by the next draw (counted). The cached outputs come from one real run of the BM25 ranker
-(:func:`run_bm25`); ``python -m generator.legacy.tasks`` rewrites ``generator/legacy/data/bridge_records.jsonl``.
+seeded shuffle). :func:`select_tasks` gates every derived task (:func:`gate_task`: no
+instruction token equal to a candidate id; the converter's eligibility gate with its
+task-need, legibility and visibility rules; the release's per-record gates, the visible
+oracle included), counts rejections by reason over the whole pool, and draws exactly
+:data:`N_TASKS` of the passing tasks with ``random.Random(SEED)``, balanced across task
+types where the material allows, round-robin over graphs so many graphs contribute. The
+cached outputs come from one real run of the BM25 ranker
+(:func:`predictors.legacy_cache.run_bm25`); ``python -m predictors.legacy_cache`` rewrites ``generator/legacy/data/bridge_records.jsonl`` and
+``generator/legacy/data/bridge_selection.json`` (the selection report the manifest carries).
 """
 
 from __future__ import annotations
 
-import argparse
-import datetime
 import hashlib
 import json
-import platform
 import random
 from collections import Counter
 from dataclasses import dataclass
-from importlib import metadata
-from pathlib import Path
 from typing import Optional
 
 from exbind_scoring import LEGACY_TASK_TYPES, tokenize
@@ -49,15 +53,19 @@ from generator.legacy.gallery import (
     SvgGraph,
     boxes_for,
     gallery_names,
-    gallery_svg,
     parse_svg_cached,
+    task_svg_name,
 )
 
 SEED = 20260825
 N_TASKS = 300
 MAX_NAME_CHARS = 40
+MIN_CLUSTERS = 3
 TEMPLATES_FILE = DATA_DIR / "templates.json"
 BRIDGE_FILE = DATA_DIR / "bridge_records.jsonl"
+SELECTION_FILE = DATA_DIR / "bridge_selection.json"
+"""The selection report of the shipped file (:func:`select_tasks`: derived, passing, quotas,
+selected and rejections by reason), written beside it and copied into the manifest."""
 SOURCE_PREFIX = "graphviz-doc examples/graphs"
 PREDICTOR = "rank_bm25"
 
@@ -116,7 +124,7 @@ class Task:
 
 def graph_tasks(name: str) -> list[Task]:
     """Every eligible task of one shipped gallery SVG, in a stable order."""
-    svg = gallery_svg(name)
+    svg = (GALLERY_DIR / task_svg_name(name)).read_text(encoding="utf-8")
     graph = parse_svg_cached(svg)
     boxes, _ = boxes_for(svg)
     names = referring_names(graph, boxes)
@@ -125,23 +133,29 @@ def graph_tasks(name: str) -> list[Task]:
         title = graph.nodes[nid].title
         out.append(Task(name, "object", (nid,), (("node", title),), nid, (("x", x),), "object"))
         chain = graph.node_chain.get(nid) or []
-        if chain and boxes.get(chain[0]) is not None:
+        if chain and boxes.get(chain[0]) is not None and len(graph.clusters) >= MIN_CLUSTERS:
             out.append(Task(name, "group", (nid,), (("node", title),), chain[0], (("x", x),), "group"))
     by_title = graph.node_by_title()
     pairs = Counter((e.source, e.target) for e in graph.edges.values() if e.source is not None)
+    degree: Counter = Counter()
+    for e in graph.edges.values():
+        for title in {e.source, e.target} - {None}:
+            degree[title] += 1
     for e in graph.edges.values():
         if e.source is None or not e.directed or e.source == e.target or boxes.get(e.id) is None:
             continue
         a_id, b_id = by_title[e.source], by_title[e.target]
-        if a_id not in names or b_id not in names:
-            continue
-        ab = (("a", names[a_id]), ("b", names[b_id]))
         edge = (e.source, e.target)
-        for role, gold in (("source", a_id), ("target", b_id)):
-            out.append(Task(name, "endpoint", (e.id, role), (("edge", edge), ("endpoint", role)), gold, ab,
-                            f"endpoint_{role}"))
-        if pairs[edge] == 1:
-            out.append(Task(name, "edge", (e.id,), (("edge", edge),), e.id, ab, "edge"))
+        # Endpoint: name one node whose only edge this is; the other end is asked.
+        if a_id in names and degree[e.source] == 1:
+            out.append(Task(name, "endpoint", (e.id, "target"), (("edge", edge), ("endpoint", "target")), b_id,
+                            (("a", names[a_id]),), "endpoint_target"))
+        if b_id in names and degree[e.target] == 1:
+            out.append(Task(name, "endpoint", (e.id, "source"), (("edge", edge), ("endpoint", "source")), a_id,
+                            (("b", names[b_id]),), "endpoint_source"))
+        if a_id in names and b_id in names and pairs[edge] == 1:
+            out.append(Task(name, "edge", (e.id,), (("edge", edge),), e.id,
+                            (("a", names[a_id]), ("b", names[b_id])), "edge"))
     return sorted(out, key=lambda t: (t.task_type, t.key))
 
 
@@ -171,8 +185,11 @@ def quotas(available: dict[str, int], total: int = N_TASKS) -> dict[str, int]:
     return out
 
 
-def _instruction(task: Task, rng: random.Random, templates: dict) -> str:
-    template = rng.choice(templates[task.template_key])
+def _instruction(task: Task, seed: int, templates: dict) -> str:
+    """The task's instruction: a template drawn by a per-task RNG (sha256 of seed, graph and
+    key; never ``hash()``), so it does not depend on which other tasks were drawn."""
+    digest = hashlib.sha256(f"{seed}|{task.graph}|{task.task_type}|{task.key}".encode("utf-8")).digest()
+    template = random.Random(int.from_bytes(digest[:8], "big")).choice(templates[task.template_key])
     return template.format(**{k: f'"{v}"' for k, v in task.names})
 
 
@@ -184,13 +201,13 @@ def _leaks(instruction: str, candidate_ids: list[str]) -> bool:
 
 def legacy_dict(task: Task, record_id: str, instruction: str) -> dict:
     """The legacy JSONL object of a task (no ``cached_output`` / ``output_provenance`` yet)."""
-    graph = parse_svg_cached(gallery_svg(task.graph))
+    graph = parse_svg_cached((GALLERY_DIR / task_svg_name(task.graph)).read_text(encoding="utf-8"))
     return {
         "id": record_id,
         "source": f"{SOURCE_PREFIX}/{_source_path(task.graph)}",
         "task_type": task.task_type,
         "instruction": instruction,
-        "svg_file": f"gallery/{task.graph}",
+        "svg_file": f"gallery/{task_svg_name(task.graph)}",
         "candidate_ids": list(graph.order),
         "gold": {"target_id": task.gold_id},
         "target": task.target_dict(),
@@ -213,47 +230,84 @@ def to_input(obj: dict, line: int = 0) -> LegacyInput:
     return parse_record(obj, line, "<tasks>", DATA_DIR, require_output=False)
 
 
-def select_tasks(tasks: Optional[dict[str, list[Task]]] = None, n: int = N_TASKS, seed: int = SEED) -> tuple[list[dict], dict]:
-    """Draw ``n`` tasks deterministically and turn them into legacy dicts (without outputs).
+def gate_task(task: Task, instruction: str) -> Optional[str]:
+    """Run every check a drawn task must pass; returns the rejection reason or None.
 
-    Per task type (quota from :func:`quotas`; endpoint split into source and target roles,
-    the odd one to source): graphs in ``Random(seed)``-shuffled order, each
-    graph's tasks shuffled, then taken round-robin (one per graph per round). Each drawn task
-    gets a template (``rng.choice``) and must pass the gates (no instruction token equal to a
-    candidate id; :func:`generator.legacy.converter.build_record`'s eligibility gate;
-    :func:`generator.gates.run_record_gates` with suite ``legacy``); a failure is counted and
-    the next draw replaces it.
-
-    Returns:
-        ``(dicts, report)``: legacy dicts sorted by (graph, task type, key) with ids
-        ``gv_<graph>_<task type>_<k>``, each with its candidates (every element of the graph)
-        in a released order shuffled by ``Random(first 8 bytes of sha256("<seed>|<id>"))``; ``report`` = ``{"available": {type: n},
-        "quotas": {type: n}, "selected": {type: n}, "graphs": {type: number of graphs},
-        "gate_rejections": {reason: n}}``.
+    Checks, in order: no instruction token equals a candidate id; the converter's
+    eligibility gate (:func:`generator.legacy.converter.build_record`: unique gold, task-need,
+    legibility and visibility rules, reasons as in :data:`generator.legacy.converter.REASONS`); the
+    release's per-record gates (:func:`generator.gates.run_record_gates`, suite ``legacy``,
+    the visible oracle included; reason ``gate <name>``).
     """
     from generator.gates import run_record_gates
 
+    obj = legacy_dict(task, "pending", instruction)
+    if _leaks(instruction, obj["candidate_ids"]):
+        return "instruction names a candidate id"
+    try:
+        rec = build_record(to_input(obj), render=False)
+    except Ineligible as exc:
+        return exc.args[0]
+    ok, gate = run_record_gates(rec, rec.reference_json(), "legacy")
+    return None if ok else f"gate {gate}"
+
+
+def select_tasks(tasks: Optional[dict[str, list[Task]]] = None, n: int = N_TASKS, seed: int = SEED) -> tuple[list[dict], dict]:
+    """Gate every derived task, then draw ``n`` of the passing ones deterministically.
+
+    Every task of :func:`all_tasks` gets its instruction (:func:`_instruction`) and goes
+    through :func:`gate_task`; rejections are counted by reason over the whole pool (so the
+    counts do not depend on the draw). From the passing tasks, per task type (quota from
+    :func:`quotas`; endpoint split into its two roles, the odd one to source): graphs in
+    ``Random(seed)``-shuffled order, each graph's tasks shuffled, then taken round-robin
+    (one per graph per round).
+
+    Returns:
+        ``(dicts, report)``: legacy dicts sorted by (graph, task type, key) with ids
+        ``gv_<graph>_<task type>_<k>``, each with its candidates (every element of the
+        graph) in a released order shuffled by ``Random(first 8 bytes of
+        sha256("<seed>|<id>"))``; ``report`` = ``{"derived": {type: n}, "available": {type:
+        n passing}, "quotas", "selected", "endpoint_roles", "graphs": {type: number of
+        graphs}, "gate_rejections": {reason: n}}``.
+
+    Raises:
+        ValueError: fewer than ``n`` passing tasks, or fewer than a stratum's quota.
+    """
     tasks = tasks if tasks is not None else all_tasks()
     rng = random.Random(seed)
     templates = load_templates()
-    available = {t: sum(1 for ts in tasks.values() for x in ts if x.task_type == t) for t in LEGACY_TASK_TYPES}
+    derived = {t: sum(1 for ts in tasks.values() for x in ts if x.task_type == t) for t in LEGACY_TASK_TYPES}
+    rejections: Counter = Counter()
+    passing: dict[str, list[tuple[Task, str]]] = {}
+    for g in sorted(tasks):
+        for task in tasks[g]:
+            instruction = _instruction(task, seed, templates)
+            reason = gate_task(task, instruction)
+            if reason is not None:
+                rejections[reason] += 1
+                continue
+            passing.setdefault(g, []).append((task, instruction))
+    available = {t: sum(1 for ps in passing.values() for x, _ in ps if x.task_type == t) for t in LEGACY_TASK_TYPES}
+    roles = {k: sum(1 for ps in passing.values() for x, _ in ps if x.template_key == k)
+             for k in ("endpoint_source", "endpoint_target")}
     want = quotas(available, n)
-    # Strata: the task types, with endpoint split evenly into source and target roles.
     strata: list[tuple[str, int]] = []
     for task_type in LEGACY_TASK_TYPES:
         if task_type == "endpoint":
             half = want[task_type] // 2
-            strata += [("endpoint_source", want[task_type] - half), ("endpoint_target", half)]
+            src = min(want[task_type] - half, roles["endpoint_source"])
+            tgt = min(want[task_type] - src, roles["endpoint_target"])
+            src = want[task_type] - tgt
+            strata += [("endpoint_source", src), ("endpoint_target", tgt)]
         else:
             strata.append((task_type, want[task_type]))
     chosen: list[tuple[Task, str]] = []
-    rejections: Counter = Counter()
     for stratum, quota in strata:
-        graphs = sorted(g for g, ts in tasks.items() if any(x.template_key == stratum for x in ts))
+        graphs = sorted(g for g, ps in passing.items() if any(x.template_key == stratum for x, _ in ps))
         rng.shuffle(graphs)
         queues = {}
         for g in graphs:
-            queue = [x for x in tasks[g] if x.template_key == stratum]
+            queue = [p for p in passing[g] if p[0].template_key == stratum]
             rng.shuffle(queue)
             queues[g] = queue
         taken = 0
@@ -261,22 +315,7 @@ def select_tasks(tasks: Optional[dict[str, list[Task]]] = None, n: int = N_TASKS
             for g in graphs:
                 if taken == quota or not queues[g]:
                     continue
-                task = queues[g].pop(0)
-                instruction = _instruction(task, rng, templates)
-                obj = legacy_dict(task, "pending", instruction)
-                if _leaks(instruction, obj["candidate_ids"]):
-                    rejections["instruction names a candidate id"] += 1
-                    continue
-                try:
-                    rec = build_record(to_input(obj), render=False)
-                except Ineligible as exc:
-                    rejections[exc.args[0]] += 1
-                    continue
-                ok, gate = run_record_gates(rec, rec.reference_json(), "legacy")
-                if not ok:
-                    rejections[f"gate {gate}"] += 1
-                    continue
-                chosen.append((task, instruction))
+                chosen.append(queues[g].pop(0))
                 taken += 1
         if taken < quota:
             raise ValueError(f"only {taken} {stratum} tasks pass the gates, {quota} needed")
@@ -293,82 +332,13 @@ def select_tasks(tasks: Optional[dict[str, list[Task]]] = None, n: int = N_TASKS
         random.Random(int.from_bytes(digest[:8], "big")).shuffle(obj["candidate_ids"])
         dicts.append(obj)
     report = {
+        "derived": derived,
         "available": available,
         "quotas": want,
         "selected": dict(Counter(d["task_type"] for d in dicts)),
-        "endpoint_roles": dict(Counter(d["target"]["endpoint"] for d in dicts if d["task_type"] == "endpoint")),
+        "endpoint_roles": dict(sorted(Counter(d["target"]["endpoint"] for d in dicts
+                                              if d["task_type"] == "endpoint").items())),
         "graphs": {t: len({d["svg_file"] for d in dicts if d["task_type"] == t}) for t in LEGACY_TASK_TYPES},
         "gate_rejections": dict(sorted(rejections.items())),
     }
     return dicts, report
-
-
-# --------------------------------------------------------------------------- the cached run
-
-
-def _file_sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def bm25_provenance(date: Optional[str] = None) -> dict:
-    """Provenance of the BM25 run: predictor, parameters, package versions, source hashes, date."""
-    from predictors import rankers
-
-    root = Path(__file__).resolve().parents[2]
-    versions = {}
-    for pkg in ("bm25s", "numpy", "scipy"):
-        try:
-            versions[pkg] = metadata.version(pkg)
-        except metadata.PackageNotFoundError:
-            versions[pkg] = None
-    return {
-        "predictor": PREDICTOR,
-        "implementation": "predictors.rankers.rank_case(case_id, instruction, reference, 'rank_bm25'); output = top-1",
-        "parameters": {"k1": rankers.BM25_K1, "b": rankers.BM25_B, "method": "lucene",
-                       "tokenizer": "exbind_scoring.tokenize",
-                       "tie_break": "sha256('{case_id}|rank_bm25|{candidate_id}') ascending"},
-        "reads": "the instruction and each candidate's candidate_text (node label, edge title and label, "
-                 "cluster label); never gold, the image or latent fields",
-        "output_format": '{"target_id": "<top-1 candidate id>"}',
-        "packages": {"python": platform.python_version(), **versions},
-        "source_sha256": {p: _file_sha256(root / p) for p in ("predictors/rankers.py", "exbind_scoring.py")},
-        "prompt_builder_hash": None,
-        "prompt_note": "a ranker reads no prompt, so no prompt builder applies",
-        "date": date or datetime.date.today().isoformat(),
-    }
-
-
-def run_bm25(record) -> str:
-    """The BM25 ranker's raw output for one converted record: ``{"target_id": top-1}``."""
-    from predictors.rankers import rank_case
-
-    ranking = rank_case(record.id, record.case.instruction, record.reference_json(), PREDICTOR)
-    return json.dumps({"target_id": ranking[0]})
-
-
-def write_bridge_records(path: Path = BRIDGE_FILE, date: Optional[str] = None) -> dict:
-    """Select the tasks, run BM25 once on each, and write the legacy JSONL (one object a line,
-    keys sorted). Returns the selection report plus ``{"path", "n"}``."""
-    dicts, report = select_tasks()
-    provenance = bm25_provenance(date)
-    lines = []
-    for obj in dicts:
-        record = build_record(to_input(obj), render=False)
-        obj = dict(obj, cached_output=run_bm25(record), output_provenance=provenance)
-        lines.append(json.dumps(obj, sort_keys=True, ensure_ascii=False))
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return {**report, "path": str(path), "n": len(lines)}
-
-
-def main(argv: Optional[list[str]] = None) -> int:
-    """``python -m generator.legacy.tasks``: rewrite generator/legacy/data/bridge_records.jsonl (BM25 run included)."""
-    parser = argparse.ArgumentParser(prog="python -m generator.legacy.tasks", description=main.__doc__)
-    parser.add_argument("--out", type=Path, default=BRIDGE_FILE)
-    args = parser.parse_args(argv)
-    report = write_bridge_records(args.out)
-    print(json.dumps(report, indent=1, sort_keys=True))
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
