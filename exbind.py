@@ -29,7 +29,7 @@ import datasets
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from generator.records import FEATURES, GENERATOR_VERSION  # noqa: E402
-from composition.release import CONFIGS, Release, broad_plans, build_release, targeted_plans  # noqa: E402
+from composition.release import CONFIGS, RELEASE_VERSION, Release, broad_plans, build_release, targeted_plans  # noqa: E402
 from tqdm.auto import tqdm  # noqa: E402
 
 _DESCRIPTIONS = {
@@ -72,8 +72,8 @@ class ExBind(datasets.GeneratorBasedBuilder):
     a builder without a content hash reuses its Arrow cache across code changes.
     """
 
-    VERSION = datasets.Version("1.0.0")
-    BUILDER_CONFIGS = [ExBindConfig(name=name, version=datasets.Version("1.0.0"), description=_DESCRIPTIONS[name])
+    VERSION = datasets.Version(RELEASE_VERSION)
+    BUILDER_CONFIGS = [ExBindConfig(name=name, version=datasets.Version(RELEASE_VERSION), description=_DESCRIPTIONS[name])
                        for name in CONFIGS]
     DEFAULT_CONFIG_NAME = "broad"
     # The export sets this to the release it is writing; otherwise the default release.

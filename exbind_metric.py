@@ -119,7 +119,7 @@ Examples:
     ...             "row": row, "column": column, "attributes": {"value": value}}
     >>> stages = ["candidate_valid", "table_row", "table_column", "table_cell", "exact"]
     >>> reference = json.dumps({
-    ...     "schema": "exbind.reference.v1", "generator_version": "exbind.generator.v1",
+    ...     "schema": "exbind.reference.v1", "generator_version": "exbind.generator.v2",
     ...     "case_id": "demo__table", "parent_case_id": None, "latent_id": "demo", "group_id": None,
     ...     "suite": "broad", "format": "table", "family": "table", "condition": None,
     ...     "output_keys": ["cell_id"], "gold": {"cell_id": "cell_r01_c01"},

@@ -223,7 +223,7 @@ def column_metadata_record(rec: ExBindRecord) -> ExBindRecord:
     return rec.with_candidates(list(rec.case.candidates), show_column=True)
 
 
-RELEASE_VERSION = "1.0.0"  # the default release; variants are labelled "1.0.0+seed.<S>.scale.<K>"
+RELEASE_VERSION = "2.0.0"  # the default release; variants are labelled "2.0.0+seed.<S>.scale.<K>"
 
 
 def variant_seeds(seed: int) -> dict:
@@ -244,7 +244,7 @@ def variant_seeds(seed: int) -> dict:
 
 def release_label(variant: Optional[dict]) -> str:
     """The version label of a release: :data:`RELEASE_VERSION` for the default release,
-    ``"1.0.0+seed.<S>.scale.<K>"`` for a variant (``seed`` ``default`` when only the scale
+    ``"2.0.0+seed.<S>.scale.<K>"`` for a variant (``seed`` ``default`` when only the scale
     changed, ``custom`` when suite seeds were set directly)."""
     if variant is None:
         return RELEASE_VERSION

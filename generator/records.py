@@ -18,7 +18,7 @@ from exbind_scoring import DECLARED_ORDERS, REFERENCE_SCHEMA
 from generator.prompt import build_prompt, output_schema
 from generator.schema import OUTPUT_KEYS, Candidate, SurfaceCase, Target
 
-GENERATOR_VERSION = "exbind.generator.v1"
+GENERATOR_VERSION = "exbind.generator.v2"
 
 # Arrow features of every config (one schema for all, so configs concatenate cleanly).
 FEATURES = datasets.Features(

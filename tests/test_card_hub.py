@@ -290,7 +290,7 @@ def test_score_cli_writes_the_eval_results_entry(export_dir, tmp_path, capsys):
         "    task_id: targeted_table\n"
         "  value: 0.525\n"
         "  notes: exact 63/120, Wilson 95% [0.436, 0.612]; valid 63/120; 57 missing predictions; generator "
-        "exbind.generator.v1\n"
+        "exbind.generator.v2\n"
     )
     (entry,) = parse_eval_result_entries(yaml.safe_load(path.read_text()))
     assert (entry.dataset_id, entry.task_id, entry.value, entry.dataset_revision) == (
@@ -374,7 +374,7 @@ def test_push_dry_run_prints_the_exact_operations(export_dir, fake_hub, capsys):
         f"push 10 files from {export_dir} to dataset repo user/exbind (branch main) in one commit",
         "  create_repo(repo_id='user/exbind', repo_type='dataset', private=False, exist_ok=True)",
         ("  create_commit(repo_id='user/exbind', repo_type='dataset', revision=None, "
-         "commit_message='ExBind exbind.generator.v1: 7 configs, 10 files'):"),
+         "commit_message='ExBind exbind.generator.v2: 7 configs, 10 files'):"),
         "    delete <each file under data/ on the branch that this export does not hold; listed when pushing>",
     ]
     assert [line.split()[1] for line in out[4:14]] == paths
@@ -398,7 +398,7 @@ def test_push_uploads_everything_in_one_commit(export_dir, fake_hub):
     assert api.calls[2] == ("list_repo_files", "user/exbind", {"repo_type": "dataset", "revision": "v1-candidate"})
     _, repo_id, operations, kw = api.calls[3]
     assert repo_id == "user/exbind"
-    assert kw == {"repo_type": "dataset", "commit_message": "ExBind exbind.generator.v1: 7 configs, 10 files",
+    assert kw == {"repo_type": "dataset", "commit_message": "ExBind exbind.generator.v2: 7 configs, 10 files",
                   "commit_description": "Exported by `python exbind.py build`; every file's SHA-256 is in "
                                         "exbind_manifest.json.",
                   "revision": "v1-candidate"}

@@ -154,7 +154,7 @@ def test_result_is_plain_json(single):
     walk(single)
     assert single["metric_version"] == "exbind.metric.v1"
     assert single["reference_schema"] == "exbind.reference.v1"
-    assert single["generator_version"] == "exbind.generator.v1"
+    assert single["generator_version"] == "exbind.generator.v2"
 
 
 def test_empty_compute_is_plain_json(tmp_path):

@@ -33,7 +33,7 @@ def test_manifest_hashes_every_file_and_pins_the_records(export_dir):
     assert verify_manifest(export_dir) == []
     manifest = json.loads((export_dir / MANIFEST_NAME).read_text())
     assert set(manifest["files"]) == {p for p in _files(export_dir) if p != MANIFEST_NAME}
-    assert manifest["generator_version"] == "exbind.generator.v1"
+    assert manifest["generator_version"] == "exbind.generator.v2"
     assert manifest["seeds"] == {"broad": 20260823, "targeted": 20260824,
                                  "permutations": [2026082401, 2026082402, 2026082403]}
     assert manifest["counts"]["broad"]["by_format_condition"] == {

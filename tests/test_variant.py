@@ -50,10 +50,10 @@ def test_variant_seeds_and_labels():
         derived = variant_seeds(s)
         assert {derived["broad"], derived["targeted"], *derived["permutations"]}.isdisjoint(
             {BROAD_SEED, TARGETED_SEED, *PERMUTATION_SEEDS})
-    assert release_label(None) == "1.0.0"
-    assert release_label({"seed": 7, "scale": 2}) == "1.0.0+seed.7.scale.2"
-    assert release_label({"seed": None, "scale": 3}) == "1.0.0+seed.default.scale.3"
-    assert release_label({"seed": None, "scale": 1, "custom_seeds": True}) == "1.0.0+seed.custom.scale.1"
+    assert release_label(None) == "2.0.0"
+    assert release_label({"seed": 7, "scale": 2}) == "2.0.0+seed.7.scale.2"
+    assert release_label({"seed": None, "scale": 3}) == "2.0.0+seed.default.scale.3"
+    assert release_label({"seed": None, "scale": 1, "custom_seeds": True}) == "2.0.0+seed.custom.scale.1"
     assert [size_category(n) for n in (999, 1_370, 10_000, 150_000)] == ["n<1K", "1K<n<10K", "10K<n<100K",
                                                                         "100K<n<1M"]
 
@@ -74,9 +74,9 @@ def variant_export(tmp_path_factory):
 
 def test_variant_manifest_counts_balance_and_labels(variant_export, export_dir):
     manifest = json.loads((variant_export / MANIFEST_NAME).read_text())
-    assert manifest["release_version"] == "1.0.0+seed.7.scale.2"
+    assert manifest["release_version"] == "2.0.0+seed.7.scale.2"
     assert manifest["variant"] == {"seed": 7, "scale": 2, "custom_seeds": False,
-                                   "generator_version": "exbind.generator.v1", "label": "1.0.0+seed.7.scale.2"}
+                                   "generator_version": "exbind.generator.v2", "label": "2.0.0+seed.7.scale.2"}
     assert manifest["seeds"] == variant_seeds(7)
     assert {c: v["rows"] for c, v in manifest["counts"].items()} == {
         "broad": 500, "paired": 200, "targeted_table": 240, "targeted_hierarchy": 240,
@@ -91,16 +91,16 @@ def test_variant_manifest_counts_balance_and_labels(variant_export, export_dir):
     assert manifest["gate_tables"]["targeted"]["unique_gold"] == {"passed": 480, "n": 480}
     assert manifest["canonical_records_sha256"]["targeted_table"] == VARIANT_TARGETED_TABLE_RECORDS_SHA256
     default = json.loads((export_dir / MANIFEST_NAME).read_text())
-    assert (default["release_version"], default["variant"]) == ("1.0.0", None)
+    assert (default["release_version"], default["variant"]) == ("2.0.0", None)
     assert default["canonical_records_sha256"]["targeted_table"] == DEFAULT_TARGETED_TABLE_RECORDS_SHA256
 
 
 def test_variant_card_and_builder_say_variant(variant_export, export_dir, tmp_path):
     text = (variant_export / "README.md").read_text()
     meta = yaml.safe_load(text.split("---")[1])
-    assert meta["pretty_name"] == "ExBind variant 1.0.0+seed.7.scale.2"
+    assert meta["pretty_name"] == "ExBind variant 2.0.0+seed.7.scale.2"
     assert "exbind-variant" in meta["tags"] and meta["size_categories"] == ["1K<n<10K"]
-    assert "> **Variant release 1.0.0+seed.7.scale.2, not the default ExBind release.**" in text
+    assert "> **Variant release 2.0.0+seed.7.scale.2, not the default ExBind release.**" in text
     default = (export_dir / "README.md").read_text()
     assert "Variant release" not in default and "exbind-variant" not in default
     ds = datasets.load_dataset(str(variant_export), "targeted_table", split="test", cache_dir=str(tmp_path / "c"))
@@ -108,15 +108,15 @@ def test_variant_card_and_builder_say_variant(variant_export, export_dir, tmp_pa
 
 
 def test_builder_describes_a_variant(tmp_path):
-    variant = {"seed": 7, "scale": 2, "custom_seeds": False, "generator_version": "exbind.generator.v1",
-               "label": "1.0.0+seed.7.scale.2"}
+    variant = {"seed": 7, "scale": 2, "custom_seeds": False, "generator_version": "exbind.generator.v2",
+               "label": "2.0.0+seed.7.scale.2"}
     rel = Release({}, {}, {}, {}, variant_seeds(7), {}, variant)
     try:
         ExBind.active_release = rel
         info = ExBind(config_name="targeted_table", cache_dir=str(tmp_path / "a")).info
     finally:
         ExBind.active_release = None
-    assert info.description.startswith("Variant release 1.0.0+seed.7.scale.2 (2 times the counts below, seeds ")
+    assert info.description.startswith("Variant release 2.0.0+seed.7.scale.2 (2 times the counts below, seeds ")
     assert info.description.endswith("not the default release). Targeted table diagnostic: compact, conjunctive "
                                      "and high-candidate conditions, 40 cases each.")
     default = ExBind(config_name="targeted_table", cache_dir=str(tmp_path / "b")).info
