@@ -31,7 +31,7 @@ def _file_sha256(path: Path) -> str:
 
 def bm25_provenance(date: Optional[str] = None) -> dict:
     """Provenance of the BM25 run: predictor, parameters, package versions, source hashes, date."""
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[1]
     versions = {}
     for pkg in ("bm25s", "numpy", "scipy"):
         try:

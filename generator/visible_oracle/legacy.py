@@ -27,10 +27,11 @@ from __future__ import annotations
 import functools
 import json
 import re
-from pathlib import Path
 from typing import Optional
 
-TEMPLATES_FILE = Path(__file__).resolve().parents[2] / "legacy" / "data" / "templates.json"
+from generator.legacy.gallery import DATA_DIR
+
+TEMPLATES_FILE = DATA_DIR / "templates.json"
 _KINDS = (("node", "node"), ("edge", "edge"), ("clust", "cluster"))
 
 
