@@ -305,7 +305,7 @@ def element_entities(graph: SvgGraph) -> dict[str, str]:
 
 
 def candidate_text(graph: SvgGraph, element_id: str) -> str:
-    """``candidate_text`` (SPEC §7) of an element: a node's or cluster's visible label, an
+    """``candidate_text`` (docs/specification.md §7) of an element: a node's or cluster's visible label, an
     edge's ``<title>`` (``A->B``; its visible label too when it has one)."""
     kind = graph.kind(element_id)
     if kind == "node":
