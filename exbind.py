@@ -65,7 +65,7 @@ class ExBindConfig(datasets.BuilderConfig):
 
 
 class ExBind(datasets.GeneratorBasedBuilder):
-    """ExBind executable-correspondence benchmark builder (SPEC §2, §6).
+    """ExBind executable-correspondence benchmark builder (docs/specification.md §2, §6).
 
     Every config has one ``test`` split with the features of
     :data:`generator.records.FEATURES`. Build in a fresh ``cache_dir`` (the export does):

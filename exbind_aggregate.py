@@ -1,4 +1,4 @@
-"""Aggregates over scored ExBind cases (SPEC §5, §11; paper §5-6, A.6-A.9).
+"""Aggregates over scored ExBind cases (docs/specification.md §5, §11; paper §5-6, A.6-A.9).
 
 Input is a list of per-case records from :func:`exbind_scoring.score_prediction`; output
 is plain JSON-serializable Python (ints, floats, strings, lists, dicts, None). An undefined
@@ -27,7 +27,7 @@ except ImportError:  # imported from the repository root
     from exbind_vocabulary import (CANONICAL_DIMENSION, CANONICAL_DIMENSIONS, CLICK_CLASSES, DECLARED_ORDERS,
                                    FIRST_VIOLATION_LABELS, PREDICTION_KINDS, RANKING_CUTOFFS)
 
-# Cross-format pair types and their transition direction (SPEC §11: svg -> canvas, tree -> dom).
+# Cross-format pair types and their transition direction (docs/specification.md §11: svg -> canvas, tree -> dom).
 PAIR_TYPES = {"svg-canvas": ("svg", "canvas"), "tree-dom": ("tree", "dom")}
 
 
@@ -123,7 +123,7 @@ def cross_format_consistency(records: list[dict]) -> dict:
 
 
 def ranking_summary(records: list[dict]):
-    """R@1, R@5, R@10 and MRR over the ranked cases (SPEC §9; lexical-coupling paper §3).
+    """R@1, R@5, R@10 and MRR over the ranked cases (docs/specification.md §9; lexical-coupling paper §3).
 
     Only records with ``kind == "ranking"`` count (:func:`exbind_scoring.score_ranking`); a
     ranked case whose ``rank_of_gold`` is None (gold absent, ranking invalid or unresolved)
@@ -152,7 +152,7 @@ def ranking_summary(records: list[dict]):
 
 
 def click_summary(records: list[dict]):
-    """Point-in-box and loose accuracy and the click classes (SPEC §9; GUI-Primitives).
+    """Point-in-box and loose accuracy and the click classes (docs/specification.md §9; GUI-Primitives).
 
     Only records with ``kind == "click"`` count (:func:`exbind_scoring.score_click`); every
     click, invalid ones included, is in the denominators.
@@ -206,7 +206,7 @@ def click_frame_warning(n_outside: int, n_clicks: int):
 
 
 def aggregate(records: list[dict]) -> dict:
-    """All aggregate metrics over scored cases (SPEC §5).
+    """All aggregate metrics over scored cases (docs/specification.md §5).
 
     Returns:
         ``n``, ``n_valid``, ``validity``, ``n_exact``, ``exact_accuracy``,

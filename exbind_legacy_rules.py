@@ -1,4 +1,4 @@
-"""Legacy-bridge scoring rules (SPEC §8; paper §6.5, A.14-A.15; issue 6).
+"""Legacy-bridge scoring rules (docs/specification.md §8; paper §6.5, A.14-A.15; issue 6).
 
 Legacy SVG binding records (suite ``"legacy"``, format ``"svg"``, family ``"legacy"``) have
 four task types (object, endpoint, edge, group), each applying its own subset of the

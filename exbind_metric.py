@@ -37,9 +37,11 @@ _COPIED_SIBLINGS = (legacy_stage_scores, paired_comparison, parse_prediction, sc
 METRIC_VERSION = "exbind.metric.v1"
 
 _CITATION = """\
-@misc{exbind,
-  title  = {ExBind: Diagnosing Executable Correspondence in Vision-Language Models},
-  note   = {Benchmark and evaluator; see the dataset card},
+@misc{wang_exbind,
+  title  = {{ExBind}: A Controlled Diagnostic Benchmark for Visual-to-Executable Correspondence},
+  author = {Wang, Ziqian and Cheng, Yuxiao and Xiao, Tingxiong and Suo, Jinli},
+  url    = {https://github.com/Daerwang2020/Exbind},
+  note   = {Benchmark records: https://huggingface.co/datasets/Ziqianwwww/ExBind}
 }
 """
 
@@ -97,7 +99,7 @@ Returns:
     no output is a ranking), ``click`` (``n_clicks``, ``point_in_box_accuracy`` and
     ``loose_accuracy`` with counts and Wilson intervals, ``classes``; None when no output
     is a click) and the versions ``metric_version``, ``reference_schema``,
-    ``generator_version`` (SPEC §5, §9, §11).
+    ``generator_version`` (docs/specification.md §5, §9, §11).
     In distributed use only the process with ``process_id=0`` gets the result; the
     others get None.
 Raises:
@@ -184,7 +186,7 @@ Examples:
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
 class ExBindMetric(evaluate.Metric):
-    """The ExBind evaluator as an ``evaluate.Metric`` (SPEC §4-§5).
+    """The ExBind evaluator as an ``evaluate.Metric`` (docs/specification.md §4-§5).
 
     Input contract (``_info().features``): ``predictions`` and ``references`` are both
     strings; references are the dataset's ``reference`` column. Scoring is

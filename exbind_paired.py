@@ -2,7 +2,7 @@
 
 The order control (original vs three candidate permutations) and the column-metadata
 ablation compare exact accuracy per parent case with a paired bootstrap over parents
-(SPEC §5). Re-exported by ``exbind_aggregate``.
+(docs/specification.md §5). Re-exported by ``exbind_aggregate``.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ _PERM_SUFFIX = re.compile(r"^(?P<parent>.+)__perm(?P<k>\d+)$")
 
 
 def group_variants(variant_records: list[dict]) -> dict[str, list[tuple[int, dict]]]:
-    """Variant rows per parent case id, each with its variant index (SPEC §11 ids).
+    """Variant rows per parent case id, each with its variant index (docs/specification.md §11 ids).
 
     A row's parent is its ``parent_case_id`` when the per-case record carries one, else the
     ``<parent>`` of a ``<parent>__perm<k>`` case id, else its own ``case_id`` (the
@@ -53,7 +53,7 @@ def paired_comparison(original_records: list[dict], variant_records: list[dict],
 
     Paper §6.4, A.5-A.6, Tables 9 and 12 (order control: the original order vs the three
     candidate permutations; column-metadata ablation: original vs explicit column field);
-    SPEC §5 "paired bootstrap".
+    docs/specification.md §5 "paired bootstrap".
 
     Variant rows are matched to their parent by :func:`group_variants` (``parent_case_id``,
     else a ``<parent>__perm<k>`` case id, else the same case id). For each parent *p*

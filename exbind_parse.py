@@ -1,4 +1,4 @@
-"""Reading model outputs: JSON parsing, the alias table, prediction kinds (SPEC §4 step 1, §9).
+"""Reading model outputs: JSON parsing, the alias table, prediction kinds (docs/specification.md §4 step 1, §9).
 
 :func:`parse_prediction` finds the JSON value an output carries (strict, fenced, extracted
 or failed) in time linear in the output's length; :func:`normalize_reference` maps it to a
@@ -69,7 +69,7 @@ def _loads(text: str):
 # followed by a long word backtracked quadratically (``"```" + "a" * 20000`` took 16 s).
 _FENCE = re.compile(r"```[A-Za-z0-9_-]*+[ \t]*+\n?(.*?)```", re.DOTALL)
 
-# Extraction limits (SPEC §4 step 1; issue 11 item 2). Only an object with at least one key
+# Extraction limits (docs/specification.md §4 step 1; issue 11 item 2). Only an object with at least one key
 # can carry an answer, so a start is a ``{`` followed (after JSON whitespace) by ``"``; the
 # last MAX_EXTRACT_STARTS of them are decoded, right to left. Each decode costs the
 # characters the JSON scanner read; the total may not exceed
@@ -247,7 +247,7 @@ def parse_prediction_with_reason(text: Any, fmt: str) -> tuple[Any, str, Optiona
 
 
 def parse_prediction(text: Any, fmt: str) -> tuple[Any, str]:
-    """Find the JSON value a model output carries (SPEC §4 step 1).
+    """Find the JSON value a model output carries (docs/specification.md §4 step 1).
 
     Cost: linear in ``len(text)``: one strict parse, one scan of the fences, then
     extraction within a budget of :data:`EXTRACT_BUDGET_FACTOR` x the length plus

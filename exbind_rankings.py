@@ -1,4 +1,4 @@
-"""Rankings and clicks: the two non-reference prediction kinds (SPEC §9; issue 4).
+"""Rankings and clicks: the two non-reference prediction kinds (docs/specification.md §9; issue 4).
 
 A ranking ``{"ranking": [...]}`` is scored through its top-1 and the gold rank
 (:func:`score_ranking`, R@k and MRR in the aggregate); a click in an explicitly given
@@ -89,7 +89,7 @@ def read_ranking(ref: dict, value: dict) -> tuple[Optional[list], Optional[str],
 
 
 def score_ranking(ref: dict, value: dict, parse_path: str = "strict") -> dict:
-    """Score a ranked prediction ``{"ranking": [...]}`` (SPEC §9; issue 4).
+    """Score a ranked prediction ``{"ranking": [...]}`` (docs/specification.md §9; issue 4).
 
     The first item is scored as the reference (:func:`score_reference`: its stage scores,
     violations and exactness; an unknown id there makes the case ``invalid``); the gold
@@ -216,7 +216,7 @@ def _click_info(x_px=None, y_px=None, in_gold_box=False, loose_hit=False, klass=
 
 
 def score_click(ref: dict, value: Any, parse_path: str = "strict", coordinate_frame: Optional[str] = None) -> dict:
-    """Score a click prediction (SPEC §9, GUI-Primitives; issue 4).
+    """Score a click prediction (docs/specification.md §9, GUI-Primitives; issue 4).
 
     Steps: read the point (:func:`read_click`; unreadable: ``unresolved``); only rendered
     formats (svg, canvas) take clicks; the frame must be given; the point must lie in its

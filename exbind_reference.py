@@ -1,4 +1,4 @@
-"""Reading ExBind ``reference`` strings: parse, validate, index (SPEC §11).
+"""Reading ExBind ``reference`` strings: parse, validate, index (docs/specification.md §11).
 
 :func:`load_reference` is the one entry point; it is cached because rows repeat across
 batches, and it validates every field the scorer reads so that a bad reference raises
@@ -30,7 +30,7 @@ _REQUIRED_REFERENCE_FIELDS = (
 def load_reference(reference: str) -> dict:
     """Parse and index one ``reference`` JSON string (cached: rows repeat across batches).
 
-    Keys of the payload (SPEC §11): ``schema`` (== :data:`REFERENCE_SCHEMA`),
+    Keys of the payload (docs/specification.md §11): ``schema`` (== :data:`REFERENCE_SCHEMA`),
     ``generator_version``, ``case_id``,
     ``parent_case_id``, ``latent_id``, ``group_id``, ``suite``, ``format``, ``family``,
     ``condition``, ``output_keys``, ``gold``, ``declared_order``, ``applicable_stages``,
@@ -93,7 +93,7 @@ def _load_reference(reference: str) -> dict:
     return payload
 
 
-# Target-spec fields each family's stages and executor read (SPEC §11), with their checks.
+# Target-spec fields each family's stages and executor read (docs/specification.md §11), with their checks.
 def _is_pair(value) -> bool:
     """A ``[col, row]``-style pair of JSON numbers (bools excluded)."""
     return type(value) is list and len(value) == 2 and all(type(v) in (int, float) for v in value)

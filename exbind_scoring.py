@@ -1,4 +1,4 @@
-"""ExBind core scorer: the one implementation of every scoring rule (SPEC §4, §11).
+"""ExBind core scorer: the one implementation of every scoring rule (docs/specification.md §4, §11).
 
 Pure Python over plain dicts. The ``evaluate`` wrapper (``exbind_metric.py``), the
 build gates (``generator/gates.py``) and the reports all call these functions; there is no
@@ -15,7 +15,7 @@ can copy them beside ``exbind_metric.py`` into its module cache)::
     exbind_rankings      score_ranking (R@k, MRR) and score_click (coordinate frames)
     exbind_scoring       score_prediction (this file)
 
-Scoring one prediction (paper §3 eq. 3, A.3; SPEC §4):
+Scoring one prediction (paper §3 eq. 3, A.3; docs/specification.md §4):
 
 1. :func:`parse_prediction`: strict JSON of the whole text, else the body of a code fence,
    else the last balanced JSON object in the text that has a recognised key; then the closed
@@ -28,7 +28,7 @@ Scoring one prediction (paper §3 eq. 3, A.3; SPEC §4):
    under the declared order, ``exact`` when only the surface reference differs, ``none``
    when exact; invalid/unresolved predictions have the set ``{candidate_valid}``.
 
-Three prediction kinds (SPEC §9; issue 4), told apart in one place,
+Three prediction kinds (docs/specification.md §9; issue 4), told apart in one place,
 :func:`prediction_kind`, from the shape of the parsed JSON:
 
 - ``reference``: ``{"cell_id": ...}`` and every other object (the contract above, unchanged);
@@ -41,7 +41,7 @@ Three prediction kinds (SPEC §9; issue 4), told apart in one place,
 A reference is the JSON string in every dataset row's ``reference`` field
 (:data:`REFERENCE_SCHEMA`); see :func:`load_reference` for its keys.
 
-The legacy bridge (SPEC §8; issue 6) adds family ``"legacy"`` (suite ``"legacy"``, format
+The legacy bridge (docs/specification.md §8; issue 6) adds family ``"legacy"`` (suite ``"legacy"``, format
 ``"svg"``, :data:`DECLARED_ORDERS` ``["legacy"]``) whose task types (object, endpoint, edge,
 group) apply the stages of :data:`LEGACY_APPLICABLE_STAGES`; its rules are in
 :func:`stage_scores` and :func:`execute_target`. Every other suite keeps
@@ -89,7 +89,7 @@ def score_prediction(prediction: Any, reference: str, coordinate_frame: Optional
     """Score one raw model output against one ``reference`` string (never raises on output).
 
     The parsed JSON's shape decides the kind (:func:`prediction_kind`): a reference is
-    scored as in SPEC §4; a ranking by :func:`score_ranking`; a click by :func:`score_click`
+    scored as in docs/specification.md §4; a ranking by :func:`score_ranking`; a click by :func:`score_click`
     in ``coordinate_frame``.
 
     Args:

@@ -1,4 +1,4 @@
-"""Stage scores, the per-case record and the latent executor (SPEC §4 steps 2-5, §7, §11).
+"""Stage scores, the per-case record and the latent executor (docs/specification.md §4 steps 2-5, §7, §11).
 
 :func:`score_reference` scores a normalized surface reference: validity against the
 candidate inventory, the 0/1 score of every applicable structural stage
@@ -28,14 +28,14 @@ def stage_scores(ref: dict, predicted: dict) -> dict[str, int]:
 
     Returns:
         ``{stage: 0 | 1}`` for the applicable structural stages (not ``candidate_valid``
-        or ``exact``), in declared order. Rules (SPEC §4): relational identity = same
+        or ``exact``), in declared order. Rules (docs/specification.md §4): relational identity = same
         object, attribute = instructed colour/shape, anchor = not the anchor, relation =
         :func:`relation_holds` to the anchor; hierarchy identity = same group, hierarchy =
         same slot path, role, attribute = node kind; graph identity = same unordered
         endpoint set, relation = an edge with the instructed label joins them in either
         direction, role = ordered source/target; table row, column, cell.
 
-        Legacy (family ``"legacy"``, SPEC §8; issue 6): the task type is ``target.kind``;
+        Legacy (family ``"legacy"``, docs/specification.md §8; issue 6): the task type is ``target.kind``;
         candidates are SVG elements whose meanings come from the dot SVG (``kind`` ``node``,
         ``edge`` or ``cluster``; an edge's ``attributes`` ``source``/``target`` are its
         endpoint node entities). Rules:
@@ -132,7 +132,7 @@ def predicted_latent(ref: dict, predicted: dict) -> dict:
 
 def unscored(ref: dict, status: str, parse_path: str, reason: str, predicted=None) -> dict:
     """The record of an ``invalid`` or ``unresolved`` case: violation set ``{candidate_valid}``,
-    every applicable stage scored 0 (SPEC §4 step 4), ``reason`` saying why."""
+    every applicable stage scored 0 (docs/specification.md §4 step 4), ``reason`` saying why."""
     scores = dict.fromkeys(("candidate_valid", *ref["_stages"], "exact"), 0)
     return _record(ref, status, parse_path, predicted, None, scores, ["candidate_valid"], "candidate_valid",
                    ["candidate_valid"], reason)
@@ -161,7 +161,7 @@ def _record(ref, status, parse_path, predicted, latent, scores, violations, firs
 
 
 def score_reference(ref: dict, predicted: Optional[dict], parse_path: str = "strict") -> dict:
-    """Score a normalized surface reference (steps 2-5 of SPEC §4).
+    """Score a normalized surface reference (steps 2-5 of docs/specification.md §4).
 
     Args:
         ref: a loaded reference (:func:`load_reference`).
@@ -169,7 +169,7 @@ def score_reference(ref: dict, predicted: Optional[dict], parse_path: str = "str
         parse_path: recorded as is.
 
     Returns:
-        The per-case record of SPEC §11: ``case_id``, ``status``, ``parse_path``,
+        The per-case record of docs/specification.md §11: ``case_id``, ``status``, ``parse_path``,
         ``predicted``, ``predicted_latent``, ``scores`` (candidate_valid, every applicable
         stage and exact as 0/1 ints), ``violations`` (declared order), ``first_violation``,
         ``possible_first_violations`` (every violated stage can come first under some
@@ -204,7 +204,7 @@ def score_reference(ref: dict, predicted: Optional[dict], parse_path: str = "str
 def execute_target(ref: dict) -> list[dict]:
     """Run the target spec against the candidates' latent meanings (the structural oracle).
 
-    Reads only ``target`` and the candidate meanings, never ``gold`` (SPEC §7).
+    Reads only ``target`` and the candidate meanings, never ``gold`` (docs/specification.md §7).
 
     Legacy tasks: object -> the node element of the instructed node; endpoint -> the node
     element of the instructed endpoint, provided an edge element A->B is a candidate; edge

@@ -1,4 +1,4 @@
-"""ExBind scoring vocabulary: the public names every scoring module shares (SPEC §4, §11).
+"""ExBind scoring vocabulary: the public names every scoring module shares (docs/specification.md §4, §11).
 
 Statuses, parse paths, prediction kinds, declared orders (paper A.7), the legacy task types
 (paper §6.5), canonical dimensions (paper Table 14), the closed alias table, output keys per
@@ -15,14 +15,14 @@ REFERENCE_SCHEMA = "exbind.reference.v1"
 STATUSES = ("valid", "invalid", "unresolved")
 PARSE_PATHS = ("strict", "fenced", "extracted", "failed")
 
-# Prediction kinds (per-case ``kind``), click coordinate frames and click classes (SPEC §9).
+# Prediction kinds (per-case ``kind``), click coordinate frames and click classes (docs/specification.md §9).
 PREDICTION_KINDS = ("reference", "ranking", "click")
 COORDINATE_FRAMES = ("pixel", "unit", "thousand")
 CLICK_CLASSES = ("target", "distractor", "neither", "invalid")
 RENDERED_FORMATS = ("svg", "canvas")
 RANKING_CUTOFFS = (1, 5, 10)
 
-# Declared orders (SPEC §4 table; paper A.7). Validity first and exactness last, always.
+# Declared orders (docs/specification.md §4 table; paper A.7). Validity first and exactness last, always.
 DECLARED_ORDERS: dict[str, tuple[str, ...]] = {
     "relational": ("candidate_valid", "identity", "attribute", "anchor", "relation", "exact"),
     "hierarchy": ("candidate_valid", "identity", "hierarchy", "role", "attribute", "exact"),
@@ -31,7 +31,7 @@ DECLARED_ORDERS: dict[str, tuple[str, ...]] = {
     "legacy": ("candidate_valid", "identity", "hierarchy", "relation", "role", "exact"),
 }
 
-# Legacy bridge (SPEC §8; issue 6): legacy SVG binding records (suite "legacy") keep format
+# Legacy bridge (docs/specification.md §8; issue 6): legacy SVG binding records (suite "legacy") keep format
 # "svg" and use family "legacy"; each task type applies its own subset of the legacy order.
 LEGACY_SUITE = "legacy"
 LEGACY_FAMILY = "legacy"
@@ -68,7 +68,7 @@ CANONICAL_DIMENSIONS = (
     "ordered_role", "structured_selection", "exact",
 )
 
-# Closed alias table (SPEC §4 step 1). Keys of a single-reference format accept these names;
+# Closed alias table (docs/specification.md §4 step 1). Keys of a single-reference format accept these names;
 # graph accepts "source"/"target". "candidate_id" is deliberately absent.
 SINGLE_KEY_ALIASES = ("id", "element_id", "node_id", "target_id", "dom_id", "cell_id")
 GRAPH_ALIASES = {
@@ -76,7 +76,7 @@ GRAPH_ALIASES = {
     "target_id": "target_id", "target": "target_id", "target_node_id": "target_id",
 }
 
-# Output keys and family of every surface format (SPEC §3; paper A.4 "schema").
+# Output keys and family of every surface format (docs/specification.md §3; paper A.4 "schema").
 OUTPUT_KEYS: dict[str, tuple[str, ...]] = {
     "svg": ("target_id",),
     "canvas": ("target_id",),
@@ -90,7 +90,7 @@ FAMILY_OF_FORMAT: dict[str, str] = {
     "graph": "graph", "table": "table",
 }
 
-# Relation words (paper §3 R; SPEC §4 "one geometric predicate per relation word").
+# Relation words (paper §3 R; docs/specification.md §4 "one geometric predicate per relation word").
 # Positions are latent grid cells (col, row); row grows downwards as in image space.
 RELATIONS = ("above", "below", "left_of", "right_of")
 

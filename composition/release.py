@@ -1,4 +1,4 @@
-"""Release recipes: which latents, seeds and formats make each config (SPEC §6; paper
+"""Release recipes: which latents, seeds and formats make each config (docs/specification.md §6; paper
 Tables 4, 6, 9, 12; Algorithm 1), with per-record gates and regeneration.
 
 Every latent is generated from its own ``random.Random`` seeded from
@@ -106,7 +106,7 @@ def broad_plans(seed: int = BROAD_SEED, scale: int = 1) -> list[LatentPlan]:
 def targeted_plans(seed: int = TARGETED_SEED, scale: int = 1) -> list[LatentPlan]:
     """Targeted suite: table 3 conditions x 40 and tree-only hierarchy depth 2/3/4 x 40
     (paper Tables 6, 9), times ``scale``. Template and target column follow the slot, so
-    every multiple of 40 keeps the balance rule (SPEC §6).
+    every multiple of 40 keeps the balance rule (docs/specification.md §6).
 
     Raises:
         ValueError: ``scale`` is not a positive integer.
@@ -258,7 +258,7 @@ MIN_SKELETONS_PER_DEPTH = 3
 
 
 def hierarchy_depth_balance(broad: list[GeneratedLatent], targeted: list[GeneratedLatent]) -> dict:
-    """Suite-level check of the hierarchy depth conditions (SPEC §6; issue 9 item 4).
+    """Suite-level check of the hierarchy depth conditions (docs/specification.md §6; issue 9 item 4).
 
     Passes when the median candidate counts of the targeted depth conditions are within
     :data:`MAX_DEPTH_MEDIAN_RATIO` of each other (max / min), every condition has at least
@@ -298,7 +298,7 @@ class Release:
     """Every config's records plus the gate and check tables for the manifest.
 
     ``seeds`` holds ``broad``, ``targeted`` and ``permutations``; ``variant`` is None for
-    the default release (SPEC §6 seeds, paper counts) and otherwise
+    the default release (docs/specification.md §6 seeds, paper counts) and otherwise
     ``{"label", "seed", "scale", "custom_seeds", "generator_version"}``.
     """
 
@@ -324,7 +324,7 @@ def build_release(processes: Optional[int] = None, progress=None, broad_seed: in
     Args:
         processes: generation processes (the output does not depend on it).
         progress: an optional tqdm bar updated once per latent.
-        broad_seed, targeted_seed: suite seeds (the release uses SPEC §6's defaults).
+        broad_seed, targeted_seed: suite seeds (the release uses docs/specification.md §6's defaults).
         legacy_path: a user's legacy JSONL for ``legacy_bridge`` (default: the shipped
             Graphviz-gallery records; format: :mod:`legacy`).
         seed: a variant release's user seed (``build --seed``): replaces the suite and

@@ -1,4 +1,4 @@
-"""The four gate baselines (SPEC §7; paper Table 6), usable as gates and as predictors.
+"""The four gate baselines (docs/specification.md §7; paper Table 6), usable as gates and as predictors.
 
 Each baseline maps a dataset row (or a row dict before export) to a raw output string,
 which the core scorer then scores like any model output. Baselines *abstain on ties*:
@@ -35,7 +35,7 @@ def random_expectation(reference: str) -> float:
 
 
 def candidate_texts(reference: str) -> list[tuple[str, str]]:
-    """``(candidate_id, candidate_text)`` pairs in released order (SPEC §7's one textualisation)."""
+    """``(candidate_id, candidate_text)`` pairs in released order (docs/specification.md §7's one textualisation)."""
     return [(c["id"], c.get("text", "")) for c in load_reference(reference)["candidates"]]
 
 

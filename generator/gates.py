@@ -1,4 +1,4 @@
-"""Integrity and shortcut gates (SPEC §7; paper §4.4-4.5, Table 6, Algorithm 1 step 8).
+"""Integrity and shortcut gates (docs/specification.md §7; paper §4.4-4.5, Table 6, Algorithm 1 step 8).
 
 Per-record gates are named functions ``gate(record, reference, suite) -> (passed, reason)``;
 a failing record is rejected and regenerated from the next attempt's seed, and the build
@@ -185,7 +185,7 @@ def run_record_gates(rec: ExBindRecord, reference: str, suite: str) -> tuple[boo
 
 
 def gold_rank_variation(references: list[str], high_candidate_conditions=("high_candidate",)) -> dict:
-    """Gold-rank variation check (SPEC §7; paper Table 6, §6.4).
+    """Gold-rank variation check (docs/specification.md §7; paper Table 6, §6.4).
 
     Passes when there are at least 5 distinct gold ranks and no rank holds more than half
     the cases; and, when a high-candidate condition is present, ranks 13+ are sparse: they
@@ -216,7 +216,7 @@ def gold_rank_variation(references: list[str], high_candidate_conditions=("high_
 
 
 def balance_check(rows_meta: list[dict]) -> dict:
-    """Balance within each condition (SPEC §6; paper §6.4: "target column and template
+    """Balance within each condition (docs/specification.md §6; paper §6.4: "target column and template
     family are balanced within each condition").
 
     Args:

@@ -1,4 +1,4 @@
-"""Opaque surface ids drawn from a case's own seeded RNG (SPEC §11: ids never carry answers)."""
+"""Opaque surface ids drawn from a case's own seeded RNG (docs/specification.md §11: ids never carry answers)."""
 
 from __future__ import annotations
 

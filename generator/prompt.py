@@ -1,4 +1,4 @@
-"""The ordinary strict-reference prompt (paper A.4; SPEC §6, §11): one builder for every model.
+"""The ordinary strict-reference prompt (paper A.4; docs/specification.md §6, §11): one builder for every model.
 
 Variants:
 - ``"image"``: for svg and canvas rows the observation is the attached PNG and the source
@@ -37,7 +37,7 @@ _TEMPLATE = (
     "Return strict JSON only with this schema: {schema}"
 )
 
-# Output contract lines per (family, format) (SPEC §6): which surface element denotes an
+# Output contract lines per (family, format) (docs/specification.md §6): which surface element denotes an
 # object. Relational svg candidate rows show each element's ``tag`` and ``parent_id``; an
 # object drawn as a group is denoted by the group (the outermost element that draws it), so
 # answering with a child shape names the right object through the wrong element (an

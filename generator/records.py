@@ -1,5 +1,5 @@
 """One typed record per case: the single source of the row, its Arrow features and the
-metric's ``reference`` payload (SPEC §6, §11; paper A.2).
+metric's ``reference`` payload (docs/specification.md §6, §11; paper A.2).
 
 ``gold``, ``surface_mapping``, ``binding`` and ``reference`` are all derived here from one
 :class:`ExBindRecord` (built from a compiler's :class:`~generator.schema.SurfaceCase`), so
@@ -134,7 +134,7 @@ class ExBindRecord:
         return 1 + [c.candidate_id for c in self.case.candidates].index(gold_id)
 
     def visible_candidates(self) -> list[dict]:
-        """Model-visible candidate rows (SPEC §6): no latent annotation ever.
+        """Model-visible candidate rows (docs/specification.md §6): no latent annotation ever.
 
         Keys: ``candidate_id``, ``candidate_type``, ``bbox`` (rendered surfaces), ``roles``
         (graph endpoints), ``column`` (column-metadata control only), and for svg the
@@ -176,7 +176,7 @@ class ExBindRecord:
         }
 
     def reference(self) -> dict:
-        """The metric's payload (SPEC §11): exactly what scoring needs, never the observation."""
+        """The metric's payload (docs/specification.md §11): exactly what scoring needs, never the observation."""
         return {
             "schema": REFERENCE_SCHEMA,
             "generator_version": GENERATOR_VERSION,

@@ -1,5 +1,5 @@
 """Rendering helpers for the rendered surfaces (svg, canvas): scene layout, shape geometry,
-pixel bounding boxes and rasterization (SPEC §3 "rendered PNG and pixel bounding boxes").
+pixel bounding boxes and rasterization (docs/specification.md §3 "rendered PNG and pixel bounding boxes").
 
 Layout: the latent grid (5 x 4 cells) is drawn with ``CELL`` px cells inside a ``MARGIN`` px
 border, so the picture is ``440 x 360`` px; object centres sit at cell centres, so "same

@@ -1,6 +1,6 @@
 """Typed records shared by every latent family, surface compiler, gate and the builder.
 
-The data path is a straight line (SPEC §3, paper §3 eq. 2):
+The data path is a straight line (docs/specification.md §3, paper §3 eq. 2):
 
     latent instance G  --compile_<format>(latent, rng)-->  SurfaceCase X_f
     SurfaceCase        --records.build_record(...)------->  ExBindRecord (row + reference)
@@ -13,7 +13,7 @@ is never written by a compiler: :func:`SurfaceCase.gold` derives it through M_f 
 candidate whose ``meaning.semantic_id`` equals the target's), so gold cannot drift from
 the mapping.
 
-Conventions (SPEC §11):
+Conventions (docs/specification.md §11):
 - candidate ids are opaque (``e_7f3a``-style) except table cells, which use the visible
   position form ``cell_r{row:02d}_c{col:02d}`` (data rows from 1, columns from 0);
 - ``Meaning.entity`` is the latent entity a candidate denotes (table: the row entity,
@@ -83,7 +83,7 @@ class Candidate:
     Attributes:
         candidate_id: the surface reference a model returns.
         candidate_type: one of :data:`CANDIDATE_TYPE_OF_FORMAT` values.
-        text: ``candidate_text`` (SPEC §7): the element's visible text in the observation
+        text: ``candidate_text`` (docs/specification.md §7): the element's visible text in the observation
             (cell content, node or element label; ``""`` for bare shapes).
         meaning: latent meaning (never shown to a model).
         bbox: ``[x, y, w, h]`` pixels in the rendered PNG for svg/canvas, else None.

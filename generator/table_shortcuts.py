@@ -1,5 +1,5 @@
 """Shortcut programs for table cases: what a reader that skips the requested column scores
-(issue 9; SPEC §6-7; paper §4.5 "shortcut validity").
+(issue 9; docs/specification.md §6-7; paper §4.5 "shortcut validity").
 
 Each program reads only model-visible facts (the conditions the instruction states, the
 table's cells and their visible position ids ``cell_rXX_cYY``, the released candidate

@@ -1,4 +1,4 @@
-"""ExBind predictors: gate baselines and candidate rankers (SPEC §7, §9; issue 4).
+"""ExBind predictors: gate baselines and candidate rankers (docs/specification.md §7, §9; issue 4).
 
 One entry point, :func:`predict`, turns the rows of one config into prediction dicts that
 ``python exbind.py score`` (and the ``evaluate`` metric, through their ``output``) scores:

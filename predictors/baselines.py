@@ -1,4 +1,4 @@
-"""The four gate baselines as predictors (SPEC §7; paper Table 6; issue 4).
+"""The four gate baselines as predictors (docs/specification.md §7; paper Table 6; issue 4).
 
 - ``lexical_only``, ``type_only``, ``structural_oracle``: the outputs of
   :data:`generator.baselines.BASELINE_FUNCTIONS` (the very functions the build's gates

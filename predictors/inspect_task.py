@@ -1,4 +1,4 @@
-"""ExBind as an inspect-ai task (issue 10 item 3; SPEC §9).
+"""ExBind as an inspect-ai task (issue 10 item 3; docs/specification.md §9).
 
 ``inspect eval`` runs any model inspect supports over one config with the frozen interface
 (the released prompt, the PNG of svg / canvas rows as an image, temperature 0, seed 42,

@@ -1,4 +1,4 @@
-"""Reading config rows and writing predictions files (SPEC §9; issue 4).
+"""Reading config rows and writing predictions files (docs/specification.md §9; issue 4).
 
 A predictions file is JSON Lines, one object per case, in the config's row order::
 

@@ -1,4 +1,4 @@
-"""OpenAI-compatible chat-completions backend of ``run-model`` (SPEC §9; issue 10).
+"""OpenAI-compatible chat-completions backend of ``run-model`` (docs/specification.md §9; issue 10).
 
 Any server that speaks the OpenAI chat-completions API (``vllm serve``, SGLang, TGI,
 llama.cpp's ``llama-server``, a hosted API, or :mod:`predictors.local_server`) can be

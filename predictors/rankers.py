@@ -1,4 +1,4 @@
-"""Candidate rankers over ``candidate_text`` (SPEC §7, §9; lexical-coupling paper §3).
+"""Candidate rankers over ``candidate_text`` (docs/specification.md §7, §9; lexical-coupling paper §3).
 
 Every ranker sees the same textualisation, :func:`generator.baselines.candidate_texts`
 (the element's visible text: cell content, node or element label; ``""`` for bare SVG
@@ -30,7 +30,7 @@ a pair's score is score(source) + score(target), each scored against the whole
 instruction with the same textualisation. So (s, t) and (t, s) always tie and the
 tie-break decides the direction (these rankers have no notion of edge direction).
 
-Ties (SPEC §7, §11): candidates are sorted by descending score, then by
+Ties (docs/specification.md §7, §11): candidates are sorted by descending score, then by
 :func:`tie_break_key` = the hex SHA-256 of ``"{case_id}|{ranker}|{candidate}"`` (a graph
 pair is written ``"{source_id}->{target_id}"``), ascending. The rule is deterministic
 across processes and Python versions (never the salted ``hash()``), and it makes rankers
@@ -140,7 +140,7 @@ def bm25_scores(instruction: str, texts: Sequence[str], k1: float = BM25_K1, b: 
     Args:
         instruction: the query.
         texts: the case's candidate texts (the collection; N = len(texts)).
-        k1, b: BM25 parameters (SPEC §9: 1.5 and 0.75).
+        k1, b: BM25 parameters (docs/specification.md §9: 1.5 and 0.75).
 
     Returns:
         One float >= 0 per text (float32 precision); all 0.0 when no query token occurs

@@ -1,4 +1,4 @@
-"""Frozen-model runner: run a local Hugging Face checkpoint over one ExBind config (SPEC §9).
+"""Frozen-model runner: run a local Hugging Face checkpoint over one ExBind config (docs/specification.md §9).
 
 One call (:func:`run_model`, or ``python exbind.py run-model``) loads a checkpoint from a
 local path, builds every prompt with the one prompt builder

@@ -1,4 +1,4 @@
-"""Hub-ready export of the release (SPEC §2, §10): Parquet per config, card, manifest.
+"""Hub-ready export of the release (docs/specification.md §2, §10): Parquet per config, card, manifest.
 
 Layout of the export folder::
 

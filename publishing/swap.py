@@ -1,5 +1,5 @@
 """Safe replacement of an export folder: target check, exclusive lock, atomic exchange,
-cleanup of leftovers from dead builds (SPEC §10; issue 11 items 3, 4 and 10).
+cleanup of leftovers from dead builds (docs/specification.md §10; issue 11 items 3, 4 and 10).
 
 Guarantees, each with a regression test in ``tests/test_swap.py``:
 

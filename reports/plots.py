@@ -1,4 +1,4 @@
-"""Figures of ExBind results (issue 5; SPEC §5; paper Tables 10, 13, 15 and the gold-rank audit of §6.4).
+"""Figures of ExBind results (issue 5; docs/specification.md §5; paper Tables 10, 13, 15 and the gold-rank audit of §6.4).
 
 Every function takes the plain JSON values the scorer already produces and returns a
 :class:`matplotlib.figure.Figure`; nothing here recomputes a metric the aggregate already

@@ -12,7 +12,7 @@ Also ``--inspect-log LOG`` (the completions of an inspect-ai log of the ``exbind
 
 Predictions file: JSON Lines, one object per line, ``{"case_id": "...", "output": "<raw
 model output text>"}`` (other keys are ignored; blank lines are skipped). ``output`` is the
-raw text exactly as the model produced it; the scorer parses it (SPEC §4 step 1).
+raw text exactly as the model produced it; the scorer parses it (docs/specification.md §4 step 1).
 
 Scoring goes through the functions the ``evaluate`` metric calls
 (:func:`exbind_scoring.score_prediction` per case, :func:`exbind_aggregate.aggregate` and
@@ -198,7 +198,7 @@ def score_cases(case_ids: list[str], references: list[str], predictions: dict[st
             still listed in the result) instead of raising.
         config: the config name, for messages.
         coordinate_frame: frame of click predictions (``"pixel"``, ``"unit"``,
-            ``"thousand"``); clicks without one are invalid (SPEC §9).
+            ``"thousand"``); clicks without one are invalid (docs/specification.md §9).
 
     Returns:
         ``{"records": [...], "missing": [...], "unknown": [...]}``: one per-case record
@@ -475,7 +475,7 @@ def paired_table(report: dict) -> str:
 
 
 def ranking_click_tables(summary: dict) -> list[str]:
-    """R@k / MRR of ranked predictions and point-in-box accuracy of clicks (SPEC §9), when present."""
+    """R@k / MRR of ranked predictions and point-in-box accuracy of clicks (docs/specification.md §9), when present."""
     out = []
     ranking = summary.get("ranking")
     if ranking:

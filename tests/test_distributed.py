@@ -1,4 +1,4 @@
-"""The metric in training loops and distributed evaluation (issue 3; SPEC §2, §5, §11).
+"""The metric in training loops and distributed evaluation (issue 3; docs/specification.md §2, §5, §11).
 
 - ``add_batch`` / ``add`` then one ``compute`` equals one ``compute`` over all cases,
   whatever the batching;

@@ -1,4 +1,4 @@
-"""Graph and table families with their surfaces (SPEC §3, §6, §7, §11; paper §3, §6.4, A.2)."""
+"""Graph and table families with their surfaces (docs/specification.md §3, §6, §7, §11; paper §3, §6.4, A.2)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Hierarchy family and its tree / DOM compilers (SPEC §3-4, §6-7; paper §3-4)."""
+"""Hierarchy family and its tree / DOM compilers (docs/specification.md §3-4, §6-7; paper §3-4)."""
 
 from __future__ import annotations
 

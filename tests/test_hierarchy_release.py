@@ -1,4 +1,4 @@
-"""Hierarchy and graph rows of the built release (SPEC §6-7; issue 9 item 4): depth conditions
+"""Hierarchy and graph rows of the built release (docs/specification.md §6-7; issue 9 item 4): depth conditions
 that do not confound depth with inventory size, skeleton variety, dom depth coverage, the
 decoy (degeneracy) rule on every row, the visible oracle on every tree / dom / graph row, and
 simple shortcut programs near chance on targeted_hierarchy."""

@@ -1,4 +1,4 @@
-"""The legacy bridge (issue 6; SPEC §8): shipped gallery, task derivation, converter, scoring."""
+"""The legacy bridge (issue 6; docs/specification.md §8): shipped gallery, task derivation, converter, scoring."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Hostile legacy input (issue 11 item 6; SPEC §8): each exact failing input is refused with
+"""Hostile legacy input (issue 11 item 6; docs/specification.md §8): each exact failing input is refused with
 the file, line and field, without blocking, and `build --legacy` exits 2 without a traceback."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The ``evaluate`` metric and the aggregates behind it (SPEC §4-§5, §11; paper A.6, A.8, Table 13).
+"""The ``evaluate`` metric and the aggregates behind it (docs/specification.md §4-§5, §11; paper A.6, A.8, Table 13).
 
 The metric is loaded the way users load it: ``evaluate.load`` on the absolute path of
 ``exbind_metric.py`` from another working directory, with every Hugging Face cache in a

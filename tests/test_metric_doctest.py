@@ -1,4 +1,4 @@
-"""The metric's docstring examples run (issue 3; SPEC §11: the metric loads by path).
+"""The metric's docstring examples run (issue 3; docs/specification.md §11: the metric loads by path).
 
 The class is taken from ``evaluate.load(<absolute path>)``, i.e. from the copy in
 evaluate's module cache, and its docstring (description + keyword arguments + class text,

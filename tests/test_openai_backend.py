@@ -1,4 +1,4 @@
-"""The OpenAI-compatible backend of run-model (issue 10 item 1; SPEC §9).
+"""The OpenAI-compatible backend of run-model (issue 10 item 1; docs/specification.md §9).
 
 Every test talks HTTP to a real server on 127.0.0.1 (:mod:`predictors.local_server`,
 ``ThreadingHTTPServer`` in a thread) through the ``openai`` client:

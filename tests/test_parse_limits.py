@@ -1,4 +1,4 @@
-"""Parsing stays linear in the output's length (issue 11 item 2; SPEC §4 step 1).
+"""Parsing stays linear in the output's length (issue 11 item 2; docs/specification.md §4 step 1).
 
 The exact inputs that stalled scoring for minutes become regression tests here. They
 assert the status, parse path and reason of each output, never a time: the timings, next

@@ -1,4 +1,4 @@
-"""Predictors (issue 4; SPEC §7, §9): gate baselines as predictors, rankers, fusion, CLI.
+"""Predictors (issue 4; docs/specification.md §7, §9): gate baselines as predictors, rankers, fusion, CLI.
 
 Rankings are checked here by scoring their top-1 as a plain reference through
 ``exbind_scoring.score_prediction``; R@k and MRR are computed in this file only.

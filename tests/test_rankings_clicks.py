@@ -1,4 +1,4 @@
-"""Ranked and click predictions in the one evaluator (issue 4; SPEC §9, §11).
+"""Ranked and click predictions in the one evaluator (issue 4; docs/specification.md §9, §11).
 
 Real references from the generator (``generate_latent`` on broad plans):
 

@@ -1,4 +1,4 @@
-"""Reference validation is complete (issue 11 item 8; SPEC §11).
+"""Reference validation is complete (issue 11 item 8; docs/specification.md §11).
 
 Every field of a real reference of every family (relational, hierarchy, graph, table and
 the four legacy task types) is replaced by values of the wrong shape or dropped; scoring

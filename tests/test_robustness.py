@@ -1,4 +1,4 @@
-"""Robustness of the scorer and the metric to hostile model outputs (issue 3; SPEC §4, §11).
+"""Robustness of the scorer and the metric to hostile model outputs (issue 3; docs/specification.md §4, §11).
 
 Property-based (hypothesis, bounded so the file stays short): arbitrary strings, JSON of
 the wrong shape, huge numbers and integers too long for the JSON parser, NaN and

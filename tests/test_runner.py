@@ -1,4 +1,4 @@
-"""The frozen-model runner (issue 4; SPEC §9): ``predictors/runner.py``.
+"""The frozen-model runner (issue 4; docs/specification.md §9): ``predictors/runner.py``.
 
 Everything runs for real on CPU, offline:
 

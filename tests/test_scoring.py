@@ -1,4 +1,4 @@
-"""Per-case scorer contract (SPEC §4, §11; paper §3 eq. 3, A.3, A.7, Table 15).
+"""Per-case scorer contract (docs/specification.md §4, §11; paper §3 eq. 3, A.3, A.7, Table 15).
 
 Every test scores real references from generated cases (broad + targeted suites, built
 once per module with :func:`composition.release.generate_latent`) and checks exact score
@@ -23,7 +23,7 @@ from exbind_scoring import (
 )
 from composition.release import broad_plans, generate_latent, targeted_plans
 
-# Labels that can never come first under the declared orders (SPEC §4; paper Table 15).
+# Labels that can never come first under the declared orders (docs/specification.md §4; paper Table 15).
 NEVER_FIRST = {
     "relational": ("attribute", "anchor", "relation"),
     "graph": ("relation",),
@@ -78,11 +78,11 @@ def test_case_pool_sizes(cases):
     }
 
 
-# --------------------------------------------------------------------------- SPEC §4 worked examples
+# --------------------------------------------------------------------------- docs/specification.md §4 worked examples
 
 
 def test_table_worked_example_same_row_other_column(cases):
-    """SPEC §4: gold cell_r01_c01, prediction cell_r01_c00 -> first violation table_column."""
+    """docs/specification.md §4: gold cell_r01_c01, prediction cell_r01_c00 -> first violation table_column."""
     rec, ref = next((r, s) for r, s in cases["table"] if _gold(r) == {"cell_id": "cell_r01_c01"})
     out = _score('{"cell_id": "cell_r01_c00"}', ref)
     assert out["status"] == "valid"
@@ -132,7 +132,7 @@ def test_table_other_row_same_column_is_table_row(cases):
 
 
 def test_graph_reversed_endpoints_is_role(cases):
-    """SPEC §4: gold (A -> B), prediction (B -> A) -> identity 1, relation 1, role 0; first role."""
+    """docs/specification.md §4: gold (A -> B), prediction (B -> A) -> identity 1, relation 1, role 0; first role."""
     for rec, ref in cases["graph"]:
         gold = _gold(rec)
         out = _score({"source_id": gold["target_id"], "target_id": gold["source_id"]}, ref)
@@ -183,7 +183,7 @@ def test_graph_one_unknown_endpoint_is_invalid(cases):
 
 
 def test_unrecoverable_text_is_unresolved(cases):
-    """SPEC §4: '{cell_id: x' with no recoverable object -> unresolved, parse_path failed."""
+    """docs/specification.md §4: '{cell_id: x' with no recoverable object -> unresolved, parse_path failed."""
     rec, ref = cases["table"][0]
     out = _score("{cell_id: x", ref)
     assert out["status"] == "unresolved"
@@ -413,7 +413,7 @@ def test_hierarchy_same_slot_other_module_violates_identity_only(cases):
     checked = 0
     for rec, ref in cases["hierarchy"]:
         same_slot, _ = _hierarchy_decoys(rec)
-        assert same_slot, rec.id  # SPEC §7 degeneracy gate: a same-slot decoy exists
+        assert same_slot, rec.id  # docs/specification.md §7 degeneracy gate: a same-slot decoy exists
         for decoy in same_slot:
             (key,) = _gold(rec)
             out = _score({key: decoy.candidate_id}, ref)
@@ -447,7 +447,7 @@ def test_hierarchy_same_group_other_role_port_is_role(cases):
 
 def test_hierarchy_block_param_child_is_attribute_only(cases):
     """Broad block targets: the block's role-less param child (same group, path, role None,
-    kind "param") violates only the node-kind stage, so ``attribute`` comes first (SPEC §4)."""
+    kind "param") violates only the node-kind stage, so ``attribute`` comes first (docs/specification.md §4)."""
     checked = []
     for rec, ref in cases["hierarchy"]:
         t = rec.case.target
@@ -548,7 +548,7 @@ def _every_prediction(rec):
 
 @pytest.mark.parametrize("family", ["relational", "hierarchy", "graph", "table"])
 def test_never_first_labels_under_declared_order(cases, family):
-    """SPEC §4 / paper Table 15: some labels never come first; they live in the violation sets."""
+    """docs/specification.md §4 / paper Table 15: some labels never come first; they live in the violation sets."""
     pool = cases[family][:ENUMERATED_CASES_PER_FAMILY]
     assert len(pool) == ENUMERATED_CASES_PER_FAMILY
     firsts, in_sets = set(), set()

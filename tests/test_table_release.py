@@ -1,4 +1,4 @@
-"""The released table rows have the paper's construct (issue 9; SPEC §6-7; paper §5, §6.4,
+"""The released table rows have the paper's construct (issue 9; docs/specification.md §6-7; paper §5, §6.4,
 Table 6): inventory sizes and gold ranks per condition, balance, the requested column must
 be read, random expectation per condition, the visible oracle and the shortcut programs,
 all with exact figures on the built broad and targeted table rows."""

@@ -1,4 +1,4 @@
-"""Canvas-2D surface compiler for the relational family (SPEC §3, §11 "Canvas"; paper §4.2).
+"""Canvas-2D surface compiler for the relational family (docs/specification.md §3, §11 "Canvas"; paper §4.2).
 
 One *scene command list* is the single source of both the observation and the picture:
 

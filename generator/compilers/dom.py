@@ -1,4 +1,4 @@
-"""DOM surface compiler: a hierarchy latent as nested HTML (SPEC §3, §11).
+"""DOM surface compiler: a hierarchy latent as nested HTML (docs/specification.md §3, §11).
 
 Every node is an element with an opaque id, nested like the latent::
 

@@ -1,4 +1,4 @@
-"""Graph-edge-list surface compiler K_graph (SPEC §3, §6, §11; paper §3 eq. 2, A.3).
+"""Graph-edge-list surface compiler K_graph (docs/specification.md §3, §6, §11; paper §3 eq. 2, A.3).
 
 Observation (``graph_edges``): a node list, one line per node ``node g_3fa2 "parser"``,
 then one line per edge ``g_3fa2 -> g_9b01 [calls]``; both blocks in a seeded shuffled

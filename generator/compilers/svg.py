@@ -1,4 +1,4 @@
-"""SVG surface compiler for the relational family (SPEC §3; paper §4.2, Algorithm 1 steps 4-6).
+"""SVG surface compiler for the relational family (docs/specification.md §3; paper §4.2, Algorithm 1 steps 4-6).
 
 ``compile_svg(latent, rng)`` draws the scene as an SVG document (440 x 360 px, white
 background rect without an id, no text). Each object is either
@@ -8,7 +8,7 @@ background rect without an id, no text). Each object is either
   an outline ring or an inner mark. The group is canonical (semantic id = entity); the
   children are ``f"{entity}.part1"`` (body) and ``f"{entity}.part2"`` (ring/mark),
   ``canonical=False``, same entity, attributes and position, so choosing a child is an
-  exact-only failure (SPEC §4 "exact").
+  exact-only failure (docs/specification.md §4 "exact").
 
 The target is a group when ``latent.target_grouped``; other objects are groups with
 probability 0.3, and when the target is a group at least one other object is too, so
@@ -16,7 +16,7 @@ group-ness never marks the target. Every element with an id is a candidate
 (``svg_element``, text ``""``); ids are opaque (``e_xxxx``), each appears exactly once in the
 document (its ``id`` attribute), and the inventory is a seeded shuffle.
 
-Visible structure (SPEC §6, issue 9): each candidate row carries the element's ``tag``
+Visible structure (docs/specification.md §6, issue 9): each candidate row carries the element's ``tag``
 (``g``, ``rect``, ``circle``, ``polygon``) and ``parent_id`` (the enclosing group's id for a
 child shape, else None), as a DOM inspector shows them. With the output contract "an object
 is denoted by the outermost element that draws it" (stated in the prompt,

@@ -1,4 +1,4 @@
-"""HTML-table surface compiler K_table (SPEC §3, §6, §11; paper §3 eq. 2, A.2).
+"""HTML-table surface compiler K_table (docs/specification.md §3, §6, §11; paper §3 eq. 2, A.2).
 
 Observation: an ``html_table`` source whose header row names the columns and whose body
 cells carry ids ``cell_r{row:02d}_c{col:02d}`` (data rows from 1, columns from 0; the
@@ -17,7 +17,7 @@ from generator.schema import Candidate, Meaning, SurfaceCase, Target
 
 
 def cell_id(row: int, col: int) -> str:
-    """Visible-position cell id (SPEC §11): ``row`` from 1, ``col`` from 0."""
+    """Visible-position cell id (docs/specification.md §11): ``row`` from 1, ``col`` from 0."""
     return f"cell_r{row:02d}_c{col:02d}"
 
 
@@ -42,7 +42,7 @@ def release_order(candidates: list[Candidate], gold_id: str, max_gold_rank: Opti
     ``[s, s + 1) / RANK_STRATA`` of that span, and gold's 0-based position is
     ``floor((s + u) * span / RANK_STRATA)`` with ``u`` uniform in [0, 1). So a condition whose
     40 cases use every stratum once has balanced gold ranks, rank 13+ occurs only where
-    ``max_gold_rank`` is None (SPEC §6; paper §6.4), and first/last-candidate programs score
+    ``max_gold_rank`` is None (docs/specification.md §6; paper §6.4), and first/last-candidate programs score
     chance.
 
     Raises:

@@ -1,4 +1,4 @@
-"""Tree surface compiler: a hierarchy latent as an indented text outline (SPEC §3, §11).
+"""Tree surface compiler: a hierarchy latent as an indented text outline (docs/specification.md §3, §11).
 
 One node per line, two spaces of indent per nesting level, the node's opaque id in brackets
 followed by its visible label::

@@ -1,4 +1,4 @@
-"""Graph latent family: named components joined by directed labelled edges (SPEC §3-4; paper §3).
+"""Graph latent family: named components joined by directed labelled edges (docs/specification.md §3-4; paper §3).
 
 A latent graph instance is G = (V, E, A, Y): 6-9 nodes with distinct component names (A),
 directed labelled edges (E), and the target Y = one edge ``source -[label]-> target``.
@@ -16,7 +16,7 @@ Decoys (by construction):
   instructed label, so the label alone does not identify the pair;
 - every node has the same total degree (``degree`` in ``generator/data/graph.json``), so
   every node id occurs equally often in the serialized observation (1 node line plus
-  ``degree`` edge lines) and no id is marked by frequency (SPEC §7 target-id leakage).
+  ``degree`` edge lines) and no id is marked by frequency (docs/specification.md §7 target-id leakage).
 At most one edge per ordered pair; no self-loops.
 """
 

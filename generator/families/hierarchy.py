@@ -1,4 +1,4 @@
-"""Hierarchy latent family: repeated-module hierarchies (paper §3-4, Tables 4-5; SPEC §3-4, §6-7).
+"""Hierarchy latent family: repeated-module hierarchies (paper §3-4, Tables 4-5; docs/specification.md §3-4, §6-7).
 
 A latent instance is a design of *modules* (the groups) that share one identical internal
 structure, so every slot (same ordinal path, role and kind) exists once in every module. Below
@@ -9,7 +9,7 @@ port and one role-less parameter node (document order: input, output, param)::
     depth 3:  module > stage > block > port | param
     depth 4:  module > unit > stage > block > port | param
 
-Depth conditions do not confound depth with inventory size (SPEC §6): every depth draws its
+Depth conditions do not confound depth with inventory size (docs/specification.md §6): every depth draws its
 skeleton from the same ``candidate_window`` of total node counts (34-52), with the same module
 count (two), and breadth shrinks as depth grows (children per container: depth 2, 4-6 blocks;
 depth 3, 2-3 stages of 1-3 blocks; depth 4, 2 units of 1-2 stages of 1-2 blocks). Every level
@@ -19,11 +19,11 @@ everywhere.
 The parameter node (kind ``"param"``, role None, its block's path, visible label the block's
 parameter name from ``block_params``) is the one node that shares a *block* target's group, path
 and role but not its kind, so choosing it violates exactly ``attribute`` (the hierarchy
-attribute stage is reachable as a first violation, SPEC §4).
+attribute stage is reachable as a first violation, docs/specification.md §4).
 
 The target is a port (or, on the broad suite only, sometimes a block). The instruction names the
 group, the ordinal path below the module, the role and the node kind, so the declared hierarchy
-order identity (group) -> hierarchy (path) -> role -> attribute (kind) -> exact applies (SPEC §4).
+order identity (group) -> hierarchy (path) -> role -> attribute (kind) -> exact applies (docs/specification.md §4).
 
 Paths are tuples of 1-based ordinals among same-kind siblings in document order, relative to the
 module root: a block in stage 2 at position 1 has path ``(2, 1)``; its ports and parameter
@@ -152,7 +152,7 @@ class HierarchyLatent:
         return (self.levels, len(self.module_names), self.block_paths)
 
     def canonical(self) -> dict:
-        """JSON-serializable content without latent id or surface ids (broad/targeted hash, SPEC §7).
+        """JSON-serializable content without latent id or surface ids (broad/targeted hash, docs/specification.md §7).
 
         The condition is deliberately left out: two latents with the same content hash alike
         whatever suite they came from.

@@ -1,11 +1,11 @@
-"""Relational latent family: a small scene of coloured shapes on a latent grid (paper §3; SPEC §3-4).
+"""Relational latent family: a small scene of coloured shapes on a latent grid (paper §3; docs/specification.md §3-4).
 
 One latent instance is a scene of 5-8 objects, each with a colour, a shape and a grid cell
 ``(col, row)`` (row 0 at the top, at most one object per cell), plus the target spec Y:
 "the <colour> <shape> in the same column (row) <relation> the <anchor colour> <anchor shape>"
 (same column or row, any distance: other objects may stand between target and anchor).
 
-Correct by construction (SPEC §7 unique-gold and degeneracy gates):
+Correct by construction (docs/specification.md §7 unique-gold and degeneracy gates):
 - the anchor is the only object with its (colour, shape);
 - exactly one object has the target (colour, shape) AND stands in the relation to the anchor
   (:func:`exbind_scoring.relation_holds`, the predicate the scorer uses);
@@ -48,7 +48,7 @@ TEMPLATES: tuple[str, ...] = tuple(DATA["templates"])
 N_OBJECTS_MIN: int = DATA["n_objects"]["min"]
 N_OBJECTS_MAX: int = DATA["n_objects"]["max"]
 
-# The opposite relation word: where the same-attribute distractor is put (SPEC §7 degeneracy).
+# The opposite relation word: where the same-attribute distractor is put (docs/specification.md §7 degeneracy).
 OPPOSITE: dict[str, str] = {"above": "below", "below": "above", "left_of": "right_of", "right_of": "left_of"}
 
 
@@ -111,7 +111,7 @@ class RelationalLatent:
     def canonical(self) -> dict:
         """JSON-serializable latent content without ids or presentation choices.
 
-        Used to hash latents for broad/targeted disjointness (SPEC §7). Objects are listed
+        Used to hash latents for broad/targeted disjointness (docs/specification.md §7). Objects are listed
         in entity order; the phrasing template and the SVG grouping hint are left out.
         """
         return {
@@ -269,7 +269,7 @@ def objects_satisfying(latent: RelationalLatent) -> list[SceneObject]:
 
 
 def objects_fitting_without_direction(latent: RelationalLatent) -> list[SceneObject]:
-    """Objects that fit the instruction with the direction word removed (SPEC §7 degeneracy).
+    """Objects that fit the instruction with the direction word removed (docs/specification.md §7 degeneracy).
 
     "the red circle in the same column as the blue square": the target's attributes on the
     relation's axis, either side of the anchor (:func:`exbind_scoring.relation_holds` with
@@ -287,7 +287,7 @@ def objects_fitting_without_direction(latent: RelationalLatent) -> list[SceneObj
 
 
 def target_identifiable_by_attributes(latent: RelationalLatent) -> bool:
-    """Degeneracy check (SPEC §7, CLEVR-style): True when the target's (colour, shape) alone
+    """Degeneracy check (docs/specification.md §7, CLEVR-style): True when the target's (colour, shape) alone
     singles it out, i.e. no same-attribute distractor exists. The sampler never produces one."""
     t = latent.target
     return sum(1 for o in latent.objects if o.attributes == t.attributes) == 1

@@ -1,27 +1,27 @@
-"""Table latent family: rows of an attribute table and one target cell (SPEC §3, §6; paper §3, §6.4, A.2).
+"""Table latent family: rows of an attribute table and one target cell (docs/specification.md §3, §6; paper §3, §6.4, A.2).
 
 A latent table instance is G = (V, A, Y) with V the row entities, A their column values
 and Y the target cell: the row selected by the stated conditions on *other* columns,
 intersected with the target column (paper §3: "row/entity -> attribute column -> cell").
 
-Conditions of the targeted suite (SPEC §6; paper §5, §6.4, Tables 4 and 9); shapes are
+Conditions of the targeted suite (docs/specification.md §6; paper §5, §6.4, Tables 4 and 9); shapes are
 data (``generator/data/table.json``, ``shapes``):
 
 - ``compact``: one condition on a small table (3 rows x 4 columns = 12 cells); no column
   holds a value twice, so the condition value is unique by construction;
 - ``conjunctive``: two conditions, each matching two rows alone and exactly one row
-  together (CLEVR-style degeneracy, SPEC §7), on 3 rows x 5 columns (15 cells); the only
+  together (CLEVR-style degeneracy, docs/specification.md §7), on 3 rows x 5 columns (15 cells); the only
   repeated values are the two condition values (the conjunction's decoy rows);
 - ``high_candidate``: one condition on a large duplicate-value table (10-16 rows x 5
   columns, 50-80 cells): every attribute column repeats values, the condition value is
   unique in its column, and the gold cell's value occurs in another row of its column;
 - broad suite (``condition=None``): compact for even slots, conjunctive for odd.
 
-The requested column must be read (SPEC §6): every column, the row-name column
+The requested column must be read (docs/specification.md §6): every column, the row-name column
 included, can be the target, and after removing the condition column(s) at least two
 cells remain in the target row (compact and high_candidate: 3-4, conjunctive: 3).
 
-Balance (SPEC §6): the table template is ``slot % n_templates``; the target column cycles
+Balance (docs/specification.md §6): the table template is ``slot % n_templates``; the target column cycles
 over *all* the template's columns (row-name column first) with ``slot // n_templates``;
 the instruction phrasing cycles with the slot (:func:`phrasing_index`), and so does the
 gold position (:func:`rank_stratum`). Compact and conjunctive inventories are at most 12

@@ -1,4 +1,4 @@
-"""The legacy bridge (SPEC §8; paper §6.5, A.14-A.15; issue 6).
+"""The legacy bridge (docs/specification.md §8; paper §6.5, A.14-A.15; issue 6).
 
 Legacy executable-SVG binding records (task types object, endpoint, edge, group) with a
 cached model output are converted into ExBind records (suite ``legacy``, format ``svg``,

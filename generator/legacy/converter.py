@@ -352,7 +352,7 @@ def element_entities(graph: SvgGraph) -> dict[str, str]:
 
 
 def candidate_text(graph: SvgGraph, element_id: str) -> str:
-    """``candidate_text`` (SPEC §7) of an element: the text it draws in the picture (a node's,
+    """``candidate_text`` (docs/specification.md §7) of an element: the text it draws in the picture (a node's,
     cluster's or edge's visible label; ``""`` when it draws none). An edge's ``<title>``
     (``A->B``) is not drawn, so it is not part of it."""
     kind = graph.kind(element_id)

@@ -1,4 +1,4 @@
-"""Limits on untrusted legacy input (SPEC §8 "user-supplied legacy files are untrusted"; issue 11).
+"""Limits on untrusted legacy input (docs/specification.md §8 "user-supplied legacy files are untrusted"; issue 11).
 
 A legacy JSONL names SVGs inline (``svg``) or by path (``svg_file``). Both are untrusted:
 

@@ -1,7 +1,7 @@
 """Legacy bridge tasks derived from the shipped Graphviz gallery SVGs.
 
 Every task comes from the SVG structure (:func:`generator.legacy.gallery.parse_svg`), never by hand
-(SPEC §8; issue 9 item 5):
+(docs/specification.md §8; issue 9 item 5):
 
 - object: "the node named X" -> the node element X;
 - endpoint: one node is named, and its single edge must be traced to the asked node. For a

@@ -1,4 +1,4 @@
-"""Legibility and visibility of legacy SVG elements in the rendered PNG (SPEC §7, §8; issue 9).
+"""Legibility and visibility of legacy SVG elements in the rendered PNG (docs/specification.md §7, §8; issue 9).
 
 Two per-record checks of the legacy bridge read the SVG text (for sizes and paint colours)
 and the rendered PNG (for ink), never a model output:
@@ -207,7 +207,7 @@ def relied_nodes(task_type: str, spec: dict) -> list[str]:
 
 def check_record(svg: str, task_type: str, spec: dict, instruction: str, graph, boxes: dict, png: bytes,
                  gold_id: str, candidate_ids: list[str], ineligible: type) -> None:
-    """The legacy bridge's task-need, legibility and visibility rules for one record (SPEC §8).
+    """The legacy bridge's task-need, legibility and visibility rules for one record (docs/specification.md §8).
 
     Args:
         svg: the SVG text; ``graph``: its :class:`generator.legacy.gallery.SvgGraph`; ``boxes``: painted

@@ -1,6 +1,6 @@
 """Visible-oracle solver for the relational family (svg, canvas; see :mod:`generator.visible_oracle`).
 
-It answers from what a model is shown and nothing else (SPEC §7 "visible oracle"):
+It answers from what a model is shown and nothing else (docs/specification.md §7 "visible oracle"):
 
 1. the instruction, parsed with the public vocabulary and templates of
    ``generator/data/relational.json`` (colour names, shape names, relation phrases);
