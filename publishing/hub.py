@@ -24,11 +24,18 @@ import huggingface_hub
 from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi, get_token
 from huggingface_hub.utils import HFValidationError, validate_repo_id
 
+from exbind_metric_files import metric_files
 from publishing.card import check_export
 from publishing.eval_files import EVALUATION_FRAMEWORK, HUB_EVALUATION_FRAMEWORKS
 from publishing.export import MANIFEST_NAME, verify_manifest
 
 REPO_TYPE = "dataset"
+# The metric travels with the data: ``metric/exbind.py`` and the evaluator modules it imports
+# (:func:`exbind_metric_files.metric_files`), loadable from a snapshot with
+# ``evaluate.load(f"{snapshot}/metric/exbind.py")`` without this repository. Not at the
+# repository root: ``datasets`` refuses a dataset folder holding ``<name>.py`` there.
+METRIC_FOLDER = "metric"
+METRIC_NAME = "exbind"
 
 
 class PushError(RuntimeError):
@@ -76,7 +83,7 @@ class PushPlan:
         lines.append("    delete <each file under data/ on the branch that this export does not hold; "
                      "listed when pushing>")
         for op in self.operations:
-            size = (self.export_dir / op.path_in_repo).stat().st_size
+            size = Path(op.path_or_fileobj).stat().st_size
             lines.append(f"    add {op.path_in_repo} ({size} bytes, sha256 {op.upload_info.sha256.hex()[:16]})")
         lines += [f"note: {n}" for n in self.notes]
         return "\n".join(lines)
@@ -104,7 +111,8 @@ def plan_push(export_dir: Path, repo_id: str, private: bool = False, revision: O
         load_check: run the ``load_dataset`` part of :func:`publishing.card.check_export`.
 
     Returns:
-        The :class:`PushPlan`.
+        The :class:`PushPlan`: every export file at its path, then the metric files under
+        :data:`METRIC_FOLDER` (so the dataset repository can be scored without this repository).
 
     Raises:
         PushError: a malformed ``repo_id``; no manifest; files that do not match the
@@ -128,6 +136,8 @@ def plan_push(export_dir: Path, repo_id: str, private: bool = False, revision: O
         raise PushError(f"refusing to push {export_dir}: the export checks fail:\n  - " + "\n  - ".join(problems))
     files = sorted(p.relative_to(export_dir).as_posix() for p in export_dir.rglob("*") if p.is_file())
     operations = [CommitOperationAdd(path_in_repo=rel, path_or_fileobj=str(export_dir / rel)) for rel in files]
+    operations += [CommitOperationAdd(path_in_repo=f"{METRIC_FOLDER}/{name}", path_or_fileobj=str(source))
+                   for name, source in sorted(metric_files(METRIC_NAME).items())]
     notes = []
     if EVALUATION_FRAMEWORK not in HUB_EVALUATION_FRAMEWORKS:
         notes.append(f"eval.yaml names evaluation_framework {EVALUATION_FRAMEWORK!r}, which the Hub's list "
@@ -135,7 +145,8 @@ def plan_push(export_dir: Path, repo_id: str, private: bool = False, revision: O
                      "until it is added there and the dataset is allow-listed as a benchmark")
     return PushPlan(
         export_dir=export_dir, repo_id=repo_id, private=private, revision=revision,
-        commit_message=f"ExBind {manifest['generator_version']}: {len(configs)} configs, {len(files)} files",
+        commit_message=(f"ExBind {manifest['generator_version']}: {len(configs)} configs, {len(files)} files, "
+                        f"metric ({len(operations) - len(files)} files)"),
         commit_description="Exported by `python exbind.py build`; every file's SHA-256 is in exbind_manifest.json.",
         operations=operations, notes=notes,
     )

@@ -359,29 +359,36 @@ def _push_args(export: Path, *argv: str) -> argparse.Namespace:
     return parser.parse_args(["push", *argv, "--export", str(export)])
 
 
+METRIC_PATHS = ["metric/exbind.py", "metric/exbind_aggregate.py", "metric/exbind_legacy_rules.py",
+                "metric/exbind_paired.py", "metric/exbind_parse.py", "metric/exbind_rankings.py",
+                "metric/exbind_reference.py", "metric/exbind_scoring.py", "metric/exbind_stages.py",
+                "metric/exbind_vocabulary.py"]
+
+
 def _expected_paths(export_dir: Path) -> list[str]:
-    return ["README.md"] + sorted(_data_files(export_dir).values()) + ["eval.yaml", "exbind_manifest.json"]
+    return (["README.md"] + sorted(_data_files(export_dir).values()) + ["eval.yaml", "exbind_manifest.json"]
+            + METRIC_PATHS)
 
 
 def test_push_dry_run_prints_the_exact_operations(export_dir, fake_hub, capsys):
     assert hub.run_push(_push_args(export_dir, "user/exbind", "--dry-run")) == 0
     out = capsys.readouterr().out.splitlines()
     paths = _expected_paths(export_dir)
-    assert len(paths) == 10
+    assert len(paths) == 20
     assert paths[1].startswith("data/broad/") and paths[2].startswith("data/legacy_bridge/")
     assert paths[7].startswith("data/targeted_table_permuted/")
     assert out[:4] == [
-        f"push 10 files from {export_dir} to dataset repo user/exbind (branch main) in one commit",
+        f"push 20 files from {export_dir} to dataset repo user/exbind (branch main) in one commit",
         "  create_repo(repo_id='user/exbind', repo_type='dataset', private=False, exist_ok=True)",
         ("  create_commit(repo_id='user/exbind', repo_type='dataset', revision=None, "
-         "commit_message='ExBind exbind.generator.v2: 7 configs, 10 files'):"),
+         "commit_message='ExBind exbind.generator.v2: 7 configs, 10 files, metric (10 files)'):"),
         "    delete <each file under data/ on the branch that this export does not hold; listed when pushing>",
     ]
-    assert [line.split()[1] for line in out[4:14]] == paths
+    assert [line.split()[1] for line in out[4:24]] == paths
     assert out[4] == (f"    add README.md ({(export_dir / 'README.md').stat().st_size} bytes, "
                       f"sha256 {sha256_file(export_dir / 'README.md')[:16]})")
-    assert out[14].startswith("note: eval.yaml names evaluation_framework 'exbind'")
-    assert out[15:] == ["dry run: nothing was uploaded"]
+    assert out[24].startswith("note: eval.yaml names evaluation_framework 'exbind'")
+    assert out[25:] == ["dry run: nothing was uploaded"]
     assert FakeApi.instances == []  # no Hub client was even created
 
 
@@ -398,7 +405,8 @@ def test_push_uploads_everything_in_one_commit(export_dir, fake_hub):
     assert api.calls[2] == ("list_repo_files", "user/exbind", {"repo_type": "dataset", "revision": "v1-candidate"})
     _, repo_id, operations, kw = api.calls[3]
     assert repo_id == "user/exbind"
-    assert kw == {"repo_type": "dataset", "commit_message": "ExBind exbind.generator.v2: 7 configs, 10 files",
+    assert kw == {"repo_type": "dataset",
+                  "commit_message": "ExBind exbind.generator.v2: 7 configs, 10 files, metric (10 files)",
                   "commit_description": "Exported by `python exbind.py build`; every file's SHA-256 is in "
                                         "exbind_manifest.json.",
                   "revision": "v1-candidate"}
@@ -406,7 +414,27 @@ def test_push_uploads_everything_in_one_commit(export_dir, fake_hub):
     assert operations[0].path_in_repo == "data/broad/test-00000-of-00001-0000000000000000.parquet"
     assert all(isinstance(op, CommitOperationAdd) for op in operations[1:])
     assert [op.path_in_repo for op in operations[1:]] == _expected_paths(export_dir)
-    assert all(op.upload_info.sha256.hex() == sha256_file(export_dir / op.path_in_repo) for op in operations[1:])
+    assert all(op.upload_info.sha256.hex() == sha256_file(Path(op.path_or_fileobj)) for op in operations[1:])
+    assert all(Path(op.path_or_fileobj) == export_dir / op.path_in_repo for op in operations[1:11])
+
+
+def test_the_pushed_metric_scores_from_a_snapshot_without_the_repository(export_dir, tmp_path):
+    """Lay out exactly the files push would upload, as a Hub snapshot would hold them, and
+    score from there: the dataset loads and the metric loads from ``metric/exbind.py``."""
+    import datasets
+    import evaluate
+
+    plan = hub.plan_push(export_dir, "user/exbind", load_check=False)
+    snapshot = tmp_path / "snapshot"
+    for op in plan.operations:
+        dest = snapshot / op.path_in_repo
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(op.path_or_fileobj, dest)
+    ds = datasets.load_dataset(str(snapshot), "targeted_table", split="test", cache_dir=str(tmp_path / "cache"))
+    metric = evaluate.load(str(snapshot / "metric" / "exbind.py"))
+    outputs = [row["gold"] for row in ds.select(range(10))] + [""] * 110
+    result = metric.compute(predictions=outputs, references=ds["reference"])
+    assert (result["n"], result["n_exact"], result["n_valid"]) == (120, 10, 10)
 
 
 def test_push_refuses_a_tampered_export(export_dir, tmp_path, fake_hub, capsys):
