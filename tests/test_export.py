@@ -16,7 +16,7 @@ from publishing.export import MANIFEST_NAME, export_release, sha256_file, verify
 from composition.release import CONFIGS, build_release
 
 # Image-free configs hash the same on every machine (no rasterizer in the bytes).
-TARGETED_TABLE_RECORDS_SHA256 = "97f3ee4fe78c2d4111873bd50743ac15603b1a7ec03d55251b4bb92c62ede706"
+TARGETED_TABLE_RECORDS_SHA256 = "c9ccbfb64b06452a9264c27ce8e474b2f387f12245f6e8c0c4b66aa5eb172485"
 
 
 def _files(folder: Path) -> dict[str, str]:
@@ -51,16 +51,26 @@ def test_manifest_hashes_every_file_and_pins_the_records(export_dir):
 
 
 def test_gate_tables_match_paper_table_6_form(export_dir):
-    gates = json.loads((export_dir / MANIFEST_NAME).read_text())["gate_tables"]
+    manifest = json.loads((export_dir / MANIFEST_NAME).read_text())
+    gates = manifest["gate_tables"]
     t = gates["targeted"]
     assert t["unique_gold"] == {"passed": 240, "n": 240}
     assert (t["structural_oracle"], t["target_id_leakage"], t["lexical_only"], t["type_only"]) == (1.0, 0.0, 0.0, 0.0)
     assert (t["accepted"], t["attempted"], t["rejected"], t["accepted_records"]) == (240, 240, {}, 240)
-    # table 0.0550 (compact 0.083, conjunctive 0.067, high_candidate 0.015) with the hierarchy cases
-    assert round(t["random_expectation"], 3) == 0.036
+    assert (t["visible_oracle"], gates["broad"]["visible_oracle"]) == (1.0, 1.0)
+    visible = manifest["suite_checks"]["visible_oracle"]
+    assert {c: (v["exact"], v["n"], v["abstained"]) for c, v in visible.items()} == {
+        "broad": (250, 250, 0), "paired": (100, 100, 0), "targeted_table": (120, 120, 0),
+        "targeted_hierarchy": (120, 120, 0), "targeted_table_permuted": (360, 360, 0),
+        "targeted_table_column_metadata": (120, 120, 0), "legacy_bridge": (300, 300, 0)}
+    # table 0.0550 (compact 0.083, conjunctive 0.067, high_candidate 0.015),
+    # hierarchy 0.0229 (depth_2 0.024, depth_3 0.023, depth_4 0.021)
+    assert round(t["random_expectation"], 3) == 0.039
     by_cond = {c: round(v, 3) for c, v in t["random_expectation_by_condition"].items()}
     assert {c: by_cond[c] for c in ("compact", "conjunctive", "high_candidate")} == {
         "compact": 0.083, "conjunctive": 0.067, "high_candidate": 0.015}
+    assert {c: by_cond[c] for c in ("depth_2", "depth_3", "depth_4")} == {
+        "depth_2": 0.024, "depth_3": 0.023, "depth_4": 0.021}
     b = gates["broad"]
     assert b["unique_gold"] == {"passed": 250, "n": 250}
     assert (b["structural_oracle"], b["target_id_leakage"], b["type_only"]) == (1.0, 0.0, 0.0)

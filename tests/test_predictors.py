@@ -96,11 +96,11 @@ def test_random_predictor_is_seeded_per_case(rows):
     c = predict(table, "random", seed=7)
     assert c[0]["output"] == '{"cell_id": "cell_r01_c01"}'
     assert sum(x["output"] != y["output"] for x, y in zip(a, c)) == 113
-    # One realisation scatters around the expectation (targeted_table: 4/120; broad: 20/250).
+    # One realisation scatters around the expectation (targeted_table: 4/120; broad: 17/250).
     assert _exact(table, a) == 4
     broad = rows["broad"]
     pb = predict(broad, "random", seed=42)
-    assert _exact(broad, pb) == 20
+    assert _exact(broad, pb) == 17
     assert {score_prediction(p["output"], r["reference"])["status"] for p, r in zip(pb, broad)} == {"valid"}
     for p, r in zip(pb, broad):
         if r["format"] == "graph":
@@ -223,7 +223,7 @@ def test_ranker_scores_on_targeted_table_and_lexical_decoy(rows):
 
 def test_rank_random_and_jaccard_on_broad(rows):
     broad = rows["broad"]
-    for name, exact, r5 in (("rank_random", 19, 80), ("rank_jaccard", 30, 137)):
+    for name, exact, r5 in (("rank_random", 14, 82), ("rank_jaccard", 31, 140)):
         preds = predict(broad, name)
         ranks = _gold_ranks(broad, preds)
         assert (_exact(broad, preds), sum(r <= 5 for r in ranks)) == (exact, r5), name
@@ -263,7 +263,7 @@ def test_minilm_loads_offline_and_ranks(rows):
     tops = [predict([c], "rank_minilm")[0]["ranking"][0] for c in cases]
     # Table: the matched condition cell (lexical decoy); graph: the right endpoints (direction by
     # the tie-break); dom: the module element named in the instruction.
-    assert tops == ["cell_r01_c02", ["g_0adf", "g_bce7"], "d_8b79"]
+    assert tops == ["cell_r01_c02", ["g_0adf", "g_bce7"], "d_4e1c"]
 
 
 def test_minilm_lexical_decoy_on_compact_tables(rows):

@@ -345,7 +345,8 @@ def test_click_summary_exact():
 
 def test_clicks_mostly_outside_their_frame_warn():
     """Thousandths scored as pixels: every click falls outside the 440 x 360 image (issue 11 item 9)."""
-    thousandths = ['{"x": 500, "y": 166.7}'] * 3 + ['{"x": 220, "y": 60}']  # 3 outside, 1 inside in pixels
+    # the gold centre (140, 300) px in thousandths is (318.2, 833.3): outside 440 x 360 when read as pixels
+    thousandths = ['{"x": 318.2, "y": 833.3}'] * 3 + ['{"x": 140, "y": 300}']  # 3 outside, 1 inside in pixels
     records = [score_prediction(t, SVG, coordinate_frame="pixel") for t in thousandths]
     out = click_summary(records)
     assert (out["n_outside_frame"], out["n_clicks"], out["classes"]["invalid"]) == (3, 4, 3)

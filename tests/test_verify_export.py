@@ -72,7 +72,8 @@ def test_score_refuses_rewritten_golds_naming_the_file(export_dir, tampered, tmp
     preds = _first_candidate_predictions(export_dir, tmp_path / "first.jsonl")
     honest = build_report(CONFIG, export_dir, preds, cache_dir=str(tmp_path / "c1"))
     forged = build_report(CONFIG, tampered, preds, cache_dir=str(tmp_path / "c2"))  # what `score` used to do
-    assert (honest["summary"]["n_exact"], forged["summary"]["n_exact"]) == (6, 120)  # the issue's figures
+    # the issue measured 6/120 vs 120/120 on release 1.0.0; on 2.0.0 the first candidate is gold 7 times
+    assert (honest["summary"]["n_exact"], forged["summary"]["n_exact"]) == (7, 120)
     name = _parquet(tampered, CONFIG).relative_to(tampered).as_posix()
     code = main(["score", "--export", str(tampered), "--config", CONFIG, "--predictions", str(preds)])
     captured = capsys.readouterr()
