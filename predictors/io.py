@@ -37,11 +37,25 @@ def load_config_rows(export: str | os.PathLike, config: str) -> list[dict]:
 
     path = Path(export)
     if not path.is_dir():
-        raise FileNotFoundError(f"export folder {str(path)!r} does not exist; run `python exbind.py build` first")
+        raise FileNotFoundError(f"export folder {str(path)!r} does not exist; build one with `exbind build --out {path}` first")
     ds = datasets.load_dataset(str(path), config, split="test")
     if "image" in ds.column_names:
         ds = ds.remove_columns(["image"])
     return list(ds)
+
+
+def per_case_row(record: dict, output, reference: str) -> dict:
+    """A per-case record as the project writes it to files: the scorer's record
+    (:func:`exbind_scoring.score_prediction`) plus ``gold`` (the surface reference, keyed like
+    the output schema) and ``output`` (the raw model output as given), so error analysis
+    needs no join with the dataset (docs/scoring.md §1).
+
+    Args:
+        record: the scorer's per-case record.
+        output: the raw output that was scored (``""`` for a missing prediction).
+        reference: the row's ``reference`` JSON string.
+    """
+    return {**record, "gold": json.loads(reference)["gold"], "output": output}
 
 
 def write_jsonl(path: str | os.PathLike, predictions: Iterable[dict]) -> Path:

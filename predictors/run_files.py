@@ -38,12 +38,14 @@ def write_predictions_and_scores(out_dir, case_ids: Sequence[str], references: M
         The number of cases written.
     """
     from exbind_scoring import score_prediction
+    from predictors.io import per_case_row
 
     out_dir = Path(out_dir)
     ordered = [lines[c] for c in case_ids if c in lines]
     records = []
     for line in ordered:
-        record = score_prediction(line["output"], references[line["case_id"]])
+        record = per_case_row(score_prediction(line["output"], references[line["case_id"]]), line["output"],
+                              references[line["case_id"]])
         if line.get("failed"):
             record["reason"] = f"request failed: {line.get('error')}"
         records.append(record)

@@ -221,7 +221,7 @@ def export_identity(export_dir: Path, config: str) -> dict:
     """
     path = Path(export_dir) / "exbind_manifest.json"
     if not path.is_file():
-        raise RunnerError(f"{export_dir}: no exbind_manifest.json (run `python exbind.py build --out {export_dir}`)")
+        raise RunnerError(f"{export_dir}: no exbind_manifest.json (build one with `exbind build --out {export_dir}` (or `python exbind.py build --out {export_dir}` in the repository))")
     manifest = json.loads(path.read_text(encoding="utf-8"))
     records = manifest.get("canonical_records_sha256", {})
     if config not in records:
@@ -331,7 +331,7 @@ def load_rows(export_dir: Path, config: str, cache_dir: Optional[str] = None):
 
     export_dir = Path(export_dir)
     if not (export_dir / "README.md").is_file():
-        raise RunnerError(f"{export_dir}: not an ExBind export (run `python exbind.py build --out {export_dir}`)")
+        raise RunnerError(f"{export_dir}: not an ExBind export (build one with `exbind build --out {export_dir}` (or `python exbind.py build --out {export_dir}` in the repository))")
     was_disabled = datasets.are_progress_bars_disabled()
     datasets.disable_progress_bars()
     try:
@@ -512,16 +512,18 @@ def _check_resume(stored: dict, manifest: dict, out_dir: Path) -> None:
 
 def write_scores(out_dir: Path, case_ids: Sequence[str], references: Sequence[str]) -> int:
     """Rewrite ``scores.jsonl`` from ``predictions.jsonl``: one
-    :func:`exbind_scoring.score_prediction` record per predicted case, in config row order.
+    :func:`exbind_scoring.score_prediction` record per predicted case, with ``gold`` and the
+    raw ``output`` (:func:`predictors.io.per_case_row`), in config row order.
 
     Returns:
         The number of records written.
     """
     from exbind_scoring import score_prediction
-    from predictors.io import write_jsonl
+    from predictors.io import per_case_row, write_jsonl
 
     outputs = {d["case_id"]: d["output"] for d in read_done(Path(out_dir) / PREDICTIONS_FILE)}
-    records = [score_prediction(outputs[cid], ref) for cid, ref in zip(case_ids, references) if cid in outputs]
+    records = [per_case_row(score_prediction(outputs[cid], ref), outputs[cid], ref)
+               for cid, ref in zip(case_ids, references) if cid in outputs]
     write_jsonl(Path(out_dir) / SCORES_FILE, records)  # atomic, and encodable whatever the ids hold
     return len(records)
 

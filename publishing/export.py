@@ -267,7 +267,7 @@ def verify_export(export_dir: os.PathLike | str, configs: Optional[Iterable[str]
     path = export_dir / MANIFEST_NAME
     if not path.is_file():
         raise ExportIntegrityError(f"{export_dir}: not an ExBind export (no {MANIFEST_NAME}; "
-                                   f"run `python exbind.py build --out {export_dir}`)")
+                                   f"build one with `exbind build --out {export_dir}` (or `python exbind.py build --out {export_dir}` in the repository))")
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
         files = manifest["files"]

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import datasets
+from tqdm.auto import tqdm
 
 from generator.baselines import BASELINE_FUNCTIONS, random_expectation
 from composition.release import CONFIGS
@@ -187,9 +188,10 @@ def reference_run_results(export_dir: Path, config: str, references: dict[str, s
     return out, refused
 
 
-def predictor_tables(export_dir: Path) -> str:
+def predictor_tables(export_dir: Path, show_progress: bool = True) -> str:
     """Predictors on broad and targeted (issue 4): validity, exact with its Wilson interval,
-    R@1 / R@5 / MRR for rankers, the first-violation profile, and any stored model run."""
+    R@1 / R@5 / MRR for rankers, the first-violation profile, and any stored model run.
+    A progress bar (stderr) names the config and predictor being run (MiniLM takes the most)."""
     import evaluate
 
     from transformers.utils import logging as hf_logging
@@ -201,18 +203,23 @@ def predictor_tables(export_dir: Path) -> str:
 
     metric = evaluate.load(METRIC_PATH)
     out = []
+    bar = tqdm(total=len(PREDICTOR_CONFIGS) * len(REPORT_PREDICTORS), desc="predictors report", unit="run",
+               disable=not show_progress)
     for config in PREDICTOR_CONFIGS:
         rows = load_config_rows(export_dir, config)
         refs = [r["reference"] for r in rows]
         table = []
         for name in REPORT_PREDICTORS:
+            bar.set_postfix_str(f"{config} {name}")
             outputs = [p["output"] for p in predict(rows, name)]
             table.append(_predictor_row(name, metric.compute(predictions=outputs, references=refs)))
+            bar.update(1)
         runs, refused = reference_run_results(export_dir, config, {r["case_id"]: r["reference"] for r in rows})
         table += [_predictor_row(name, result) for name, result in runs]
         out.append(format_table(
             ["predictor", "n", "valid", "exact", "exact 95% CI", "R@1", "R@5", "MRR", "first violations"], table,
             f"Predictors on {config}") + "".join(f"\n{msg}" for msg in refused))
+    bar.close()
     out.append("random picks one candidate (graph: one ordered pair) per case with a seeded generator; "
                "lexical_only, type_only and structural_oracle abstain on ties as the gates do; rankers (rank_*) break ties by sha256(case id, ranker, candidate id), so their top-1 differs "
                "by design. rank_rrf fuses rank_bm25 and rank_minilm (k=60).")

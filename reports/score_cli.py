@@ -120,14 +120,17 @@ def run(args: argparse.Namespace) -> int:
         print(f"warning: {clicks['frame_warning']}", file=sys.stderr)
     if args.per_case:
         _write_jsonl(args.per_case, report["records"])
+        print(f"per-case: wrote {len(report['records'])} records (scores, gold, raw output) to {args.per_case}")
     if args.compare_per_case and "compare" in report:
         _write_jsonl(args.compare_per_case, report["compare"]["records"])
+        print(f"per-case: wrote {len(report['compare']['records'])} --compare records to {args.compare_per_case}")
     if args.json:
         slim = {k: v for k, v in report.items() if k != "records"}
         if "compare" in slim:
             slim["compare"] = {k: v for k, v in slim["compare"].items() if k != "records"}
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(slim, indent=2) + "\n", encoding="utf-8")
+        print(f"json: wrote the report (without per-case records) to {args.json}")
     try:
         eval_results = write_eval_results_from_args(report, args)
     except EvalResultsError as exc:

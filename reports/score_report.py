@@ -51,6 +51,7 @@ from exbind_aggregate import aggregate, group_variants, paired_comparison, wilso
 from exbind_scoring import CANONICAL_DIMENSION, CANONICAL_DIMENSIONS, REFERENCE_SCHEMA, score_prediction
 from publishing.prediction_identity import (IDENTITY_FIELDS, PredictionIdentityError, check_prediction_identity,
                                            records_hash)
+from predictors.io import per_case_row
 from reports.report import FORMAT_ORDER, format_table
 
 NO_PREDICTION = "no prediction"
@@ -171,7 +172,7 @@ def load_config(export_dir: Path, config: str, cache_dir: Optional[str] = None) 
     """
     export_dir = Path(export_dir)
     if not (export_dir / "README.md").is_file():
-        raise ScoreInputError(f"{export_dir}: not an ExBind export (run `python exbind.py build --out {export_dir}`)")
+        raise ScoreInputError(f"{export_dir}: not an ExBind export (build one with `exbind build --out {export_dir}` (or `python exbind.py build --out {export_dir}` in the repository))")
     was_disabled = datasets.are_progress_bars_disabled()
     datasets.disable_progress_bars()
     try:
@@ -202,7 +203,8 @@ def score_cases(case_ids: list[str], references: list[str], predictions: dict[st
 
     Returns:
         ``{"records": [...], "missing": [...], "unknown": [...]}``: one per-case record
-        (:func:`exbind_scoring.score_prediction`) per config row in row order; a row
+        (:func:`exbind_scoring.score_prediction` plus ``gold`` and the raw ``output``,
+        :func:`predictors.io.per_case_row`) per config row in row order; a row
         without a prediction is scored as the empty output (``unresolved``) and its
         ``reason`` is ``"no prediction"``; ``missing`` and ``unknown`` list case ids.
 
@@ -220,9 +222,11 @@ def score_cases(case_ids: list[str], references: list[str], predictions: dict[st
     records, missing = [], []
     for case_id, reference in zip(case_ids, references):
         if case_id in predictions:
-            records.append(score_prediction(predictions[case_id], reference, coordinate_frame=coordinate_frame))
+            output = predictions[case_id]
+            records.append(per_case_row(score_prediction(output, reference, coordinate_frame=coordinate_frame),
+                                        output, reference))
         else:
-            record = score_prediction("", reference)
+            record = per_case_row(score_prediction("", reference), "", reference)
             record["reason"] = NO_PREDICTION
             records.append(record)
             missing.append(case_id)

@@ -19,7 +19,7 @@ from generator.baselines import lexical_only, structural_oracle
 PER_CASE_FIELDS = {
     "case_id", "status", "parse_path", "predicted", "predicted_latent", "scores", "violations", "first_violation",
     "possible_first_violations", "reason", "format", "family", "condition", "group_id", "parent_case_id",
-    "latent_id", "generator_version",
+    "latent_id", "generator_version", "gold", "output",
 }
 
 
@@ -192,6 +192,8 @@ def test_oracle_on_targeted_table(capsys, export_dir, files, tmp_path):
     assert set(first) == PER_CASE_FIELDS
     assert first["case_id"] == "targeted_table_compact_0000__table"
     assert (first["status"], first["first_violation"], first["scores"]["exact"]) == ("valid", "none", 1)
+    assert first["output"] == json.dumps(first["gold"])  # the oracle answers gold; both travel with the scores
+    assert f"per-case: wrote 120 records (scores, gold, raw output) to {per_case}" in out
 
 
 def test_lexical_only_on_targeted_table(capsys, export_dir, files, tmp_path):
