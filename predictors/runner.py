@@ -33,6 +33,8 @@ Model kinds:
   processor's chat template holds ``{"type": "image"}`` (when the row has an image) and
   ``{"type": "text", "text": prompt}``; the row's PNG goes to the processor. Default prompt
   variant ``"image"`` (svg/canvas rows refer to the attached image and omit the source).
+  Without ``torchvision``, families whose processor also holds a video processor
+  (Qwen2-VL, Qwen2.5-VL, Qwen3-VL) load image-only (:func:`load_processor`).
 - ``"llm"``: ``AutoTokenizer`` + ``AutoModelForCausalLM`` with the tokenizer's chat
   template (a single user turn); variant ``"text"`` (the serialized source is included).
   A GGUF checkpoint is loaded with ``gguf_file=``: ``transformers`` dequantizes it to the
