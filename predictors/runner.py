@@ -33,6 +33,8 @@ Model kinds:
   processor's chat template holds ``{"type": "image"}`` (when the row has an image) and
   ``{"type": "text", "text": prompt}``; the row's PNG goes to the processor. Default prompt
   variant ``"image"`` (svg/canvas rows refer to the attached image and omit the source).
+  Without ``torchvision``, families whose processor also holds a video processor
+  (Qwen2-VL, Qwen2.5-VL, Qwen3-VL) load image-only (:func:`load_processor`).
 - ``"llm"``: ``AutoTokenizer`` + ``AutoModelForCausalLM`` with the tokenizer's chat
   template (a single user turn); variant ``"text"`` (the serialized source is included).
   A GGUF checkpoint is loaded with ``gguf_file=``: ``transformers`` dequantizes it to the
@@ -389,6 +391,44 @@ def _torch_dtype(name: str):
     return value
 
 
+def load_processor(model_path: Path, **kwargs):
+    """``AutoProcessor.from_pretrained``, or an image-only processor when torchvision is absent.
+
+    Qwen2-VL, Qwen2.5-VL and Qwen3-VL processors carry a video processor next to the image
+    processor and tokenizer; their video processors need ``torchvision``, so without it
+    ``AutoProcessor`` raises ``ImportError`` although ExBind only sends still images. In that
+    case the family's own processor class is loaded without its ``video_processor`` attribute
+    (image processor, tokenizer and chat template from the same folder), so image and text
+    rows go through the same template and image-token expansion; video input is not used.
+
+    Raises:
+        RunnerError: torchvision is missing and the processor cannot work without it.
+    """
+    from transformers import AutoConfig, AutoProcessor
+
+    try:
+        return AutoProcessor.from_pretrained(str(model_path), **kwargs)
+    except ImportError as exc:
+        if "torchvision" not in str(exc).lower():
+            raise
+        cause = exc
+    from transformers.models.auto.processing_auto import PROCESSOR_MAPPING
+
+    config = AutoConfig.from_pretrained(str(model_path), **kwargs)
+    base = PROCESSOR_MAPPING[type(config)] if type(config) in PROCESSOR_MAPPING else None
+    if base is None or "video_processor" not in base.get_attributes():
+        raise RunnerError(f"the processor of {model_path} needs torchvision ({str(cause).strip().splitlines()[0]}); "
+                          "install the torchvision build that matches the installed torch") from cause
+
+    class ImageOnlyProcessor(base):
+        @classmethod
+        def get_attributes(cls):
+            return [a for a in super().get_attributes() if a != "video_processor"]
+
+    ImageOnlyProcessor.__name__ = ImageOnlyProcessor.__qualname__ = f"{base.__name__}ImageOnly"
+    return ImageOnlyProcessor.from_pretrained(str(model_path), **kwargs)
+
+
 def load_model(model_path: Path, kind: str, gguf_file: Optional[str] = None, dtype: str = "float32",
                device: str = "cpu"):
     """Load ``(model, processor_or_tokenizer)`` from a local path, in eval mode, left padding.
@@ -403,9 +443,9 @@ def load_model(model_path: Path, kind: str, gguf_file: Optional[str] = None, dty
     if kind == "vlm":
         if gguf_file:
             raise RunnerError("--gguf-file is only supported for --kind llm")
-        from transformers import AutoModelForImageTextToText, AutoProcessor
+        from transformers import AutoModelForImageTextToText
 
-        processor = AutoProcessor.from_pretrained(str(model_path), **kwargs)
+        processor = load_processor(model_path, **kwargs)
         model = AutoModelForImageTextToText.from_pretrained(str(model_path), dtype=torch_dtype, **kwargs)
         tokenizer = processor.tokenizer
     elif kind == "llm":

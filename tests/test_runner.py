@@ -28,6 +28,7 @@ import torch
 from exbind_scoring import score_prediction
 from generator.prompt import build_prompt, prompt_builder_hash
 from predictors import run_model_cli, runner
+from predictors.io import per_case_row
 from predictors.runner import (RunExportMismatch, RunnerError, RunSettingsMismatch, check_run_matches_export,
                                run_model)
 
@@ -138,7 +139,8 @@ def test_vlm_run_writes_predictions_scores_and_manifest(vlm_run, tiny_vlm, expor
 
     scores = _read_jsonl(vlm_run / "scores.jsonl")
     assert [s["case_id"] for s in scores] == VLM_CASES
-    assert scores == [score_prediction(p["output"], by_id[p["case_id"]]["reference"]) for p in preds]
+    assert scores == [per_case_row(score_prediction(p["output"], by_id[p["case_id"]]["reference"]), p["output"],
+                                   by_id[p["case_id"]]["reference"]) for p in preds]
 
     manifest = json.loads((vlm_run / "manifest.json").read_text())
     assert manifest["kind"] == "vlm" and manifest["variant"] == "image"
