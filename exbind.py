@@ -29,7 +29,7 @@ import datasets
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from generator.records import FEATURES, GENERATOR_VERSION  # noqa: E402
-from composition.release import CONFIGS, RELEASE_VERSION, Release, broad_plans, build_release, targeted_plans  # noqa: E402
+from composition.release import CONFIGS, RELEASE_VERSION, Release, SuiteCheckError, broad_plans, build_release, targeted_plans  # noqa: E402
 from tqdm.auto import tqdm  # noqa: E402
 
 _DESCRIPTIONS = {
@@ -215,6 +215,9 @@ def main(argv: list[str] | None = None) -> int:
                   file=sys.stderr)
             return 2
         except LegacyRecordError as exc:
+            print(f"build refused: {exc}; the previous export is untouched", file=sys.stderr)
+            return 2
+        except SuiteCheckError as exc:
             print(f"build refused: {exc}; the previous export is untouched", file=sys.stderr)
             return 2
         except ExportPathError as exc:  # unwritable --out, or another build holds the lock

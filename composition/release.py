@@ -293,6 +293,19 @@ def hierarchy_depth_balance(broad: list[GeneratedLatent], targeted: list[Generat
             "skeletons": counts, "depths": {k: sorted(v) for k, v in depths.items()}}
 
 
+class SuiteCheckError(RuntimeError):
+    """A suite-level check failed, so the build stops and writes nothing.
+
+    ``str()`` is one line naming the failed checks (and, for a variant seed, the fix: another
+    ``--seed``); ``checks`` holds the whole check table for inspection.
+    """
+
+    def __init__(self, failures: list[str], checks: dict):
+        self.failures, self.checks = failures, checks
+        super().__init__(f"suite-level checks failed: {', '.join(failures)} (the generated suites do not meet "
+                         "the release's composition rules; with --seed, try another seed)")
+
+
 @dataclass
 class Release:
     """Every config's records plus the gate and check tables for the manifest.
@@ -415,7 +428,7 @@ def build_release(processes: Optional[int] = None, progress=None, broad_seed: in
                                            for name, check in checks["visible_oracle"].items()))
                 if not check["passed"]]
     if failures:
-        raise RuntimeError(f"suite-level checks failed: {failures}: {json.dumps(checks, indent=1)}")
+        raise SuiteCheckError(failures, checks)
     hashes = {"broad": sorted(broad_hashes), "targeted": sorted(targeted_hashes)}
     seeds = {"broad": broad_seed, "targeted": targeted_seed, "permutations": list(permutation_seeds)}
     return Release(configs, gate_tables, checks, hashes, seeds, legacy_gate, variant)

@@ -157,3 +157,15 @@ def test_the_jsonl_itself_must_be_a_regular_readable_file(tmp_path):
         with pytest.raises(converter.LegacyRecordError) as info:
             converter.convert_file(path, render=False)
         assert message in str(info.value)
+
+
+def test_an_empty_legacy_file_is_refused_before_generation(tmp_path, capsys):
+    """A 0-byte legacy JSONL used to generate everything and then fail a suite check with a traceback."""
+    from exbind import main
+
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    assert main(["build", "--legacy", str(empty), "--out", str(tmp_path / "out"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"build refused: {empty}") and "holds no legacy records" in err
+    assert not (tmp_path / "out").exists()

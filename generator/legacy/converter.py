@@ -288,6 +288,9 @@ def read_legacy_jsonl(path: Union[str, Path]) -> list[LegacyInput]:
                 raise LegacyRecordError(str(path), line_no, "id", f"{rec.id!r} already used on line {seen[rec.id]}")
             seen[rec.id] = line_no
             out.append(rec)
+    if not out:
+        raise LegacyRecordError(str(path), 0, "<file>", "holds no legacy records; give at least one JSON line "
+                                "(format: generator/legacy/README.md)")
     return out
 
 
