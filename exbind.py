@@ -21,6 +21,7 @@ split="test")`` works from the repository root.
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from pathlib import Path
 
@@ -205,23 +206,40 @@ def main(argv: list[str] | None = None) -> int:
         from generator.legacy.converter import LegacyRecordError
 
         datasets.disable_progress_bars()
+        # Ctrl-C inside a C callback (cairo writing a PNG) is swallowed there and resurfaces as a
+        # render error; the flag lets every refusal path report it as the interrupt it was.
+        interrupted: list[int] = []
+
+        def _on_sigint(signum, frame):
+            interrupted.append(signum)
+            raise KeyboardInterrupt
+
+        def _on_unraisable(unraisable, hook=sys.unraisablehook):
+            if isinstance(unraisable.exc_value, KeyboardInterrupt):  # swallowed in a C callback
+                interrupted.append(signal.SIGINT)
+                return
+            hook(unraisable)
+
+        previous_handler = signal.signal(signal.SIGINT, _on_sigint)
+        previous_hook, sys.unraisablehook = sys.unraisablehook, _on_unraisable
         try:
             manifest = export_release(Path(args.out), ExBind,
                                       lambda: release(args.processes, not args.quiet, args.legacy, args.seed,
                                                       args.scale),
                                       show_progress=not args.quiet)
-        except CardCheckError as exc:
-            print(f"build refused: the export failed its checks; the previous export is untouched\n{exc}",
-                  file=sys.stderr)
-            return 2
-        except LegacyRecordError as exc:
+        except (CardCheckError, LegacyRecordError, SuiteCheckError, ExportPathError) as exc:
+            if interrupted:
+                print(f"build interrupted; the previous export at {Path(args.out).resolve()} is untouched",
+                      file=sys.stderr)
+                return 130
+            if isinstance(exc, CardCheckError):
+                print(f"build refused: the export failed its checks; the previous export is untouched\n{exc}",
+                      file=sys.stderr)
+                return 2
+            if isinstance(exc, ExportPathError):  # unwritable --out, or another build holds the lock
+                print(f"build refused: {exc}", file=sys.stderr)
+                return 2
             print(f"build refused: {exc}; the previous export is untouched", file=sys.stderr)
-            return 2
-        except SuiteCheckError as exc:
-            print(f"build refused: {exc}; the previous export is untouched", file=sys.stderr)
-            return 2
-        except ExportPathError as exc:  # unwritable --out, or another build holds the lock
-            print(f"build refused: {exc}", file=sys.stderr)
             return 2
         except BuildInterrupted as exc:
             print(exc.message(), file=sys.stderr)
@@ -229,6 +247,9 @@ def main(argv: list[str] | None = None) -> int:
         except KeyboardInterrupt:  # before the staging folder existed
             print(f"build interrupted; the previous export at {Path(args.out).resolve()} is untouched", file=sys.stderr)
             return 130
+        finally:
+            signal.signal(signal.SIGINT, previous_handler)
+            sys.unraisablehook = previous_hook
         if not (args.quiet or args.no_report):
             print_release_report(Path(args.out), manifest)
         variant = f" (variant release {manifest['release_version']})" if manifest.get("variant") else ""

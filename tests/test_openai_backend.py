@@ -23,6 +23,7 @@ import pytest
 import torch
 
 from exbind_scoring import score_prediction
+from predictors.io import per_case_row
 from generator.prompt import build_prompt
 from predictors import run_model_cli, runner
 from predictors.local_server import FaultPlan, FirstCandidateModel, OpenAICompatServer, TransformersChatModel
@@ -145,7 +146,8 @@ def test_retries_failure_accounting_retry_failed_and_cache(export_dir, broad_row
         for c in CASES[4:]:
             assert (scores[c]["status"], scores[c]["reason"]) == ("unresolved", f"request failed: {by_id[c]['error']}")
         for c in CASES[:4]:
-            assert scores[c] == score_prediction(by_id[c]["output"], broad_rows[c][0]["reference"])
+            ref = broad_rows[c][0]["reference"]
+            assert scores[c] == per_case_row(score_prediction(by_id[c]["output"], ref), by_id[c]["output"], ref)
 
         # A plain re-run skips every recorded case, failed ones included: no request.
         again = _run(server, out, export_dir, cache)
@@ -216,8 +218,8 @@ def test_api_key_comes_from_the_environment_and_is_never_written(export_dir, tmp
 # --------------------------------------------------------------------------- a real model behind HTTP
 
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
-# Two stored reference-run cases that stop early (short graph prompts).
-SMOLLM2_CASES = ["broad_graph_0030__graph", "broad_graph_0032__graph"]
+# Two stored reference-run cases with short outputs.
+SMOLLM2_CASES = ["broad_relational_0003__canvas", "broad_relational_0014__canvas"]
 
 
 def test_smollm2_served_over_http_reproduces_the_reference_run(export_dir, tmp_path):

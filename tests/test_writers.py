@@ -14,7 +14,7 @@ import pytest
 
 from exbind_scoring import score_prediction
 from composition.release import broad_plans, generate_latent
-from predictors.io import json_line, read_jsonl, write_jsonl
+from predictors.io import json_line, per_case_row, read_jsonl, write_jsonl
 from predictors.runner import PREDICTIONS_FILE, SCORES_FILE, write_scores
 
 TABLE_REFERENCES = generate_latent(next(p for p in broad_plans() if p.family == "table")).references
@@ -42,7 +42,8 @@ def test_runner_score_writer_survives_a_lone_surrogate(tmp_path):
     assert write_scores(tmp_path, [case_id], TABLE_REFERENCES[:1]) == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == [PREDICTIONS_FILE, SCORES_FILE]  # no .tmp left
     (back,) = read_jsonl(tmp_path / SCORES_FILE)
-    assert back == score_prediction(SURROGATE_OUTPUT, TABLE_REFERENCES[0])
+    assert back == per_case_row(score_prediction(SURROGATE_OUTPUT, TABLE_REFERENCES[0]), SURROGATE_OUTPUT,
+                                TABLE_REFERENCES[0])
     assert back["predicted"] == {"cell_id": "\ud800x"}
     assert "\\ud800x" in (tmp_path / SCORES_FILE).read_text(encoding="utf-8")
 
