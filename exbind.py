@@ -30,18 +30,10 @@ import datasets
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from generator.records import FEATURES, GENERATOR_VERSION  # noqa: E402
-from composition.release import CONFIGS, RELEASE_VERSION, Release, SuiteCheckError, broad_plans, build_release, targeted_plans  # noqa: E402
+from composition.release import (CONFIGS, RELEASE_VERSION, Release, ReleaseRun, SuiteCheckError,  # noqa: E402
+                                 build_release, check_configs)
+from publishing.export import DESCRIPTIONS, config_description  # noqa: E402
 from tqdm.auto import tqdm  # noqa: E402
-
-_DESCRIPTIONS = {
-    "broad": "Broad diagnostic suite: 250 cases over six surfaces (svg 25, canvas 50, tree 50, dom 25, graph 50, table 50).",
-    "paired": "The 100 broad cases that form 50 cross-format groups (25 svg-canvas, 25 tree-dom).",
-    "targeted_table": "Targeted table diagnostic: compact, conjunctive and high-candidate conditions, 40 cases each.",
-    "targeted_hierarchy": "Targeted hierarchy diagnostic (tree): repeated-module depth 2, 3 and 4, 40 cases each.",
-    "targeted_table_permuted": "Candidate-order control: the 120 targeted table cases under three seeded permutations.",
-    "targeted_table_column_metadata": "Column-metadata ablation: the 120 targeted table cases with a column field on every candidate.",
-    "legacy_bridge": "Legacy bridge: 300 executable SVG binding tasks on Graphviz gallery graphs with a cached real predictor output each.",
-}
 
 _RELEASE_CACHE: dict[str, Release] = {}
 
@@ -54,8 +46,7 @@ def release(processes: int | None = None, show_progress: bool = False, legacy_pa
     """
     key = (GENERATOR_VERSION, legacy_path, seed, scale)
     if key not in _RELEASE_CACHE:
-        total = len(broad_plans(scale=scale)) + len(targeted_plans(scale=scale))
-        with tqdm(total=total, desc="generate + gate latents", disable=not show_progress) as bar:
+        with tqdm(desc="generate + gate latents", disable=not show_progress) as bar:
             _RELEASE_CACHE[key] = build_release(processes, progress=bar, legacy_path=legacy_path, seed=seed,
                                                 scale=scale)
     return _RELEASE_CACHE[key]
@@ -74,18 +65,15 @@ class ExBind(datasets.GeneratorBasedBuilder):
     """
 
     VERSION = datasets.Version(RELEASE_VERSION)
-    BUILDER_CONFIGS = [ExBindConfig(name=name, version=datasets.Version(RELEASE_VERSION), description=_DESCRIPTIONS[name])
+    BUILDER_CONFIGS = [ExBindConfig(name=name, version=datasets.Version(RELEASE_VERSION), description=DESCRIPTIONS[name])
                        for name in CONFIGS]
     DEFAULT_CONFIG_NAME = "broad"
-    # The export sets this to the release it is writing; otherwise the default release.
+    # The release the builder reads; None: the default release (:func:`release`).
     active_release: Release | None = None
 
     def _info(self) -> datasets.DatasetInfo:
-        description = _DESCRIPTIONS[self.config.name]
         rel = type(self).active_release
-        if rel is not None and rel.variant is not None:  # never confused with the default release
-            description = (f"Variant release {rel.label} ({rel.variant['scale']} times the counts below, "
-                           f"seeds {rel.seeds}; not the default release). {description}")
+        description = config_description(self.config.name, rel) if rel is not None else DESCRIPTIONS[self.config.name]
         return datasets.DatasetInfo(description=description, features=FEATURES, license="cc-by-4.0")
 
     def _split_generators(self, dl_manager):
@@ -129,6 +117,9 @@ def main(argv: list[str] | None = None) -> int:
                             "default: the release seeds)")
     build.add_argument("--scale", type=int, default=1, metavar="K",
                        help="K times the paper's counts in every generated config (a labelled variant when K > 1)")
+    build.add_argument("--configs", default=None, metavar="A,B",
+                       help="build only these configs (comma-separated; a labelled variant), e.g. the text configs "
+                            "targeted_table,targeted_table_permuted,targeted_table_column_metadata,targeted_hierarchy")
     build.add_argument("--legacy", metavar="JSONL", default=None,
                        help="build legacy_bridge from your own legacy records (format: generator/legacy/README.md) "
                             "instead of the shipped Graphviz-gallery records")
@@ -196,6 +187,11 @@ def main(argv: list[str] | None = None) -> int:
             build.error("--processes must be a positive integer")
         if args.scale < 1:
             build.error(f"--scale must be a positive integer (K times the paper's counts), got {args.scale}")
+        configs = None if args.configs is None else [c.strip() for c in args.configs.split(",") if c.strip()]
+        try:
+            check_configs(configs)
+        except ValueError as exc:
+            build.error(f"--{exc}")
         try:
             check_export_target(Path(args.out))
         except ExportPathError as exc:
@@ -223,9 +219,9 @@ def main(argv: list[str] | None = None) -> int:
         previous_handler = signal.signal(signal.SIGINT, _on_sigint)
         previous_hook, sys.unraisablehook = sys.unraisablehook, _on_unraisable
         try:
-            manifest = export_release(Path(args.out), ExBind,
-                                      lambda: release(args.processes, not args.quiet, args.legacy, args.seed,
-                                                      args.scale),
+            manifest = export_release(Path(args.out),
+                                      lambda: ReleaseRun(args.processes, legacy_path=args.legacy, seed=args.seed,
+                                                         scale=args.scale, configs=configs),
                                       show_progress=not args.quiet)
         except (CardCheckError, LegacyRecordError, SuiteCheckError, ExportPathError) as exc:
             if interrupted:

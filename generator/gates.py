@@ -71,6 +71,26 @@ def gate_visible_oracle(rec: ExBindRecord, reference: str, suite: str):
     return (score_prediction(output, reference)["scores"]["exact"] == 1, "visible oracle answers wrongly")
 
 
+_ID_CHARS = frozenset("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
+
+
+def count_id(text: str, ident: str) -> int:
+    """Occurrences of ``ident`` in ``text`` not followed by an id character ``[0-9A-Za-z_]``.
+
+    The same count as ``len(re.findall(re.escape(ident) + r"(?![0-9A-Za-z_])", text))``
+    (non-overlapping, scanning left to right), with ``str.find`` instead of a regex per id.
+    """
+    count, start, size = 0, text.find(ident), len(ident)
+    while start >= 0:
+        end = start + size
+        if end < len(text) and text[end] in _ID_CHARS:
+            start = text.find(ident, start + 1)
+        else:
+            count += 1
+            start = text.find(ident, end)
+    return count
+
+
 def gate_target_id_leakage(rec: ExBindRecord, reference: str, suite: str):
     """Gold ids absent from the instruction; in the observation no more or less frequent
     than comparable distractor ids; opaque ids carry no instruction word."""
@@ -80,9 +100,8 @@ def gate_target_id_leakage(rec: ExBindRecord, reference: str, suite: str):
         if gold_id in rec.case.instruction:
             return False, "gold id appears in the instruction"
         gold_type = ref["_by_id"][gold_id]["type"]
-        counts = [len(re.findall(re.escape(c["id"]) + r"(?![0-9A-Za-z_])", source))
-                  for c in ref["candidates"] if c["type"] == gold_type and c["id"] != gold_id]
-        own = len(re.findall(re.escape(gold_id) + r"(?![0-9A-Za-z_])", source))
+        counts = [count_id(source, c["id"]) for c in ref["candidates"] if c["type"] == gold_type and c["id"] != gold_id]
+        own = count_id(source, gold_id)
         if counts and not (min(counts) <= own <= max(counts)):
             return False, f"gold id occurs {own}x in the observation, distractors {min(counts)}-{max(counts)}x"
     if rec.case.format != "table":
@@ -184,6 +203,39 @@ def run_record_gates(rec: ExBindRecord, reference: str, suite: str) -> tuple[boo
 # --------------------------------------------------------------------------- suite level
 
 
+class RankVariation:
+    """Streaming form of :func:`gold_rank_variation`: :meth:`add` one case at a time, :meth:`result` at the end."""
+
+    def __init__(self, high_candidate_conditions=("high_candidate",)):
+        self.high_conditions = tuple(high_candidate_conditions)
+        self.ranks: Counter = Counter()
+        self.ranks_13_plus: Counter = Counter()
+        self.high: Counter = Counter()  # gold ranks of high-candidate cases
+
+    def add(self, condition, gold_rank: int) -> None:
+        """Count one case: its condition (None for broad) and 1-based gold rank."""
+        self.ranks[gold_rank] += 1
+        self.ranks_13_plus[condition or "none"] += int(gold_rank >= 13)
+        if condition in self.high_conditions:
+            self.high[gold_rank] += 1
+
+    def result(self) -> dict:
+        """The check's table; see :func:`gold_rank_variation`."""
+        n = sum(self.ranks.values())
+        n_high = sum(self.high.values())
+        checks = {
+            "distinct_ranks": len(self.ranks),
+            "max_rank_share": max(self.ranks.values()) / n if n else None,
+            "high_candidate_ranks_13_plus": sum(k for r, k in self.high.items() if r >= 13),
+            "ranks_13_plus_by_condition": dict(sorted(self.ranks_13_plus.items())),
+        }
+        passed = n > 0 and len(self.ranks) >= 5 and checks["max_rank_share"] <= 0.5
+        if n_high:
+            elsewhere = sum(v for c, v in self.ranks_13_plus.items() if c not in self.high_conditions)
+            passed = passed and 2 * checks["high_candidate_ranks_13_plus"] > n_high and elsewhere == 0
+        return {"passed": bool(passed), **checks}
+
+
 def gold_rank_variation(references: list[str], high_candidate_conditions=("high_candidate",)) -> dict:
     """Gold-rank variation check (docs/specification.md §7; paper Table 6, §6.4).
 
@@ -195,24 +247,11 @@ def gold_rank_variation(references: list[str], high_candidate_conditions=("high_
         ``{"passed", "distinct_ranks", "max_rank_share", "high_candidate_ranks_13_plus",
         "ranks_13_plus_by_condition"}`` (counts per condition, ``"none"`` for null).
     """
-    refs = [load_reference(r) for r in references]
-    ranks = Counter(r["gold_rank"] for r in refs)
-    n = len(refs)
-    high = [r["gold_rank"] for r in refs if r.get("condition") in high_candidate_conditions]
-    by_condition: Counter = Counter()
-    for r in refs:
-        by_condition[r.get("condition") or "none"] += int(r["gold_rank"] >= 13)
-    checks = {
-        "distinct_ranks": len(ranks),
-        "max_rank_share": max(ranks.values()) / n if n else None,
-        "high_candidate_ranks_13_plus": sum(r >= 13 for r in high),
-        "ranks_13_plus_by_condition": dict(sorted(by_condition.items())),
-    }
-    passed = n > 0 and len(ranks) >= 5 and checks["max_rank_share"] <= 0.5
-    if high:
-        elsewhere = sum(v for c, v in by_condition.items() if c not in high_candidate_conditions)
-        passed = passed and 2 * checks["high_candidate_ranks_13_plus"] > len(high) and elsewhere == 0
-    return {"passed": bool(passed), **checks}
+    acc = RankVariation(high_candidate_conditions)
+    for r in references:
+        ref = load_reference(r)
+        acc.add(ref.get("condition"), ref["gold_rank"])
+    return acc.result()
 
 
 def balance_check(rows_meta: list[dict]) -> dict:
@@ -257,45 +296,82 @@ def balance_check(rows_meta: list[dict]) -> dict:
     return {"passed": passed, "conditions": report}
 
 
+_GATE_BASELINES = {"structural_oracle": structural_oracle, "lexical_only": lexical_only, "type_only": type_only}
+
+
+def gate_table_case(reference: str, instruction: str) -> tuple:
+    """One accepted case's contribution to :class:`GateTable` (computed where the case is
+    generated, so the parent only adds numbers): ``(condition, unique_gold, structural_oracle,
+    lexical_only, type_only, leaked, random_expectation)``; the reference is parsed once."""
+    ref = load_reference(reference)
+    exact = [score_prediction(fn(instruction, reference), reference)["scores"]["exact"]
+             for fn in _GATE_BASELINES.values()]
+    leaked = any(g in instruction for g in ref["gold"].values())
+    return (ref.get("condition"), len(execute_target(ref)) == 1, *exact, leaked, random_expectation(reference))
+
+
+class GateTable:
+    """Streaming paper Table 6 summary of one suite: :meth:`add` each accepted case (in
+    release order), :meth:`result` once; memory does not grow with the suite."""
+
+    def __init__(self):
+        self.n = self.unique = self.leaks = 0
+        self.exact = {name: 0 for name in _GATE_BASELINES}
+        self.random_sum = 0.0
+        self.by_condition: dict = {}  # condition -> [sum of 1/|C|, cases]
+
+    def add(self, case: tuple) -> None:
+        """Add one :func:`gate_table_case` tuple."""
+        condition, unique, *exact, leaked, rnd = case
+        self.n += 1
+        self.unique += bool(unique)
+        for name, value in zip(self.exact, exact):
+            self.exact[name] += value
+        self.leaks += bool(leaked)
+        self.random_sum += rnd
+        entry = self.by_condition.setdefault(condition, [0.0, 0])
+        entry[0] += rnd
+        entry[1] += 1
+
+    def result(self, attempts: dict) -> dict:
+        """The table; see :func:`gate_table`."""
+        n = self.n
+
+        def share(k):
+            return k / n if n else None
+
+        return {
+            "n": n,
+            "unique_gold": {"passed": self.unique, "n": n},
+            "structural_oracle": share(self.exact["structural_oracle"]),
+            "target_id_leakage": share(self.leaks),
+            "lexical_only": share(self.exact["lexical_only"]),
+            "type_only": share(self.exact["type_only"]),
+            "random_expectation": share(self.random_sum),
+            "random_expectation_by_condition": {str(c) if c is not None else "none": total / k for c, (total, k)
+                                                in sorted(self.by_condition.items(), key=lambda kv: str(kv[0]))},
+            "attempted": attempts["attempted"],
+            "accepted": attempts["accepted"],
+            "rejected": dict(sorted(attempts["rejected"].items())),
+        }
+
+
 def gate_table(references: list[str], instructions: list[str], attempts: dict) -> dict:
     """The paper Table 6 summary over accepted records of one suite.
 
     ``random_expectation`` is mean(1/|C|) over the suite (graph: over ordered pairs);
     ``random_expectation_by_condition`` the same mean per condition (``"none"`` for broad).
+    One pass, each reference parsed once (linear in the suite size; :class:`GateTable`).
 
     Args:
         references: the suite's reference strings.
         instructions: the matching instructions.
         attempts: ``{"attempted": int, "accepted": int, "rejected": {gate: count}}``.
     """
-    n = len(references)
-    unique = sum(len(execute_target(load_reference(r))) == 1 for r in references)
-    scores = {name: 0 for name in ("structural_oracle", "lexical_only", "type_only")}
-    fns = {"structural_oracle": structural_oracle, "lexical_only": lexical_only, "type_only": type_only}
-    leaks = 0
-    for ref_str, instr in zip(references, instructions):
-        for name, fn in fns.items():
-            scores[name] += score_prediction(fn(instr, ref_str), ref_str)["scores"]["exact"]
-        ref = load_reference(ref_str)
-        leaks += any(g in instr for g in ref["gold"].values())
-    rnd = [random_expectation(r) for r in references]
-    by_condition: dict = {}
-    for ref_str, value in zip(references, rnd):
-        by_condition.setdefault(load_reference(ref_str).get("condition"), []).append(value)
-    return {
-        "n": n,
-        "unique_gold": {"passed": unique, "n": n},
-        "structural_oracle": scores["structural_oracle"] / n if n else None,
-        "target_id_leakage": leaks / n if n else None,
-        "lexical_only": scores["lexical_only"] / n if n else None,
-        "type_only": scores["type_only"] / n if n else None,
-        "random_expectation": sum(rnd) / n if n else None,
-        "random_expectation_by_condition": {str(c) if c is not None else "none": sum(v) / len(v)
-                                            for c, v in sorted(by_condition.items(), key=lambda kv: str(kv[0]))},
-        "attempted": attempts["attempted"],
-        "accepted": attempts["accepted"],
-        "rejected": dict(sorted(attempts["rejected"].items())),
-    }
+    table = GateTable()
+    for reference, instruction in zip(references, instructions):
+        table.add(gate_table_case(reference, instruction))
+    return table.result(attempts)
 
 
 def visible_oracle_check(records: list[ExBindRecord]) -> dict:

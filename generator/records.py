@@ -111,6 +111,14 @@ class ExBindRecord:
     cached_output: Optional[dict] = None
     applicable_stages: Optional[tuple[str, ...]] = None
     extra: dict = field(default_factory=dict)
+    # reference_json() and to_row() serialized once per record (issue 13 item 3); emptied on
+    # any attribute assignment, so a record changed after serialization never serves stale text.
+    _serialized: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def __setattr__(self, name, value):
+        if name != "_serialized" and self.__dict__.get("_serialized"):
+            self.__dict__["_serialized"] = {}
+        object.__setattr__(self, name, value)
 
     @property
     def id(self) -> str:
@@ -199,11 +207,20 @@ class ExBindRecord:
         }
 
     def reference_json(self) -> str:
-        """The ``reference`` column value: canonical (sorted, compact) JSON of :meth:`reference`."""
-        return json.dumps(self.reference(), sort_keys=True, separators=(",", ":"))
+        """The ``reference`` column value: canonical (sorted, compact) JSON of :meth:`reference`
+        (serialized once per record and kept)."""
+        if "reference" not in self._serialized:
+            self._serialized["reference"] = json.dumps(self.reference(), sort_keys=True, separators=(",", ":"))
+        return self._serialized["reference"]
 
     def to_row(self) -> dict:
-        """The dataset row (keys of :data:`FEATURES`)."""
+        """The dataset row (keys of :data:`FEATURES`), built once per record and kept: treat it
+        as read-only (copy before changing it)."""
+        if "row" not in self._serialized:
+            self._serialized["row"] = self._build_row()
+        return self._serialized["row"]
+
+    def _build_row(self) -> dict:
         c = self.case
         row = {
             "case_id": self.id,

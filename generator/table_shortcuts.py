@@ -81,6 +81,31 @@ def case_expectations(reference: str | dict) -> dict[str, float]:
     }
 
 
+class ShortcutTotals:
+    """Streaming form of :func:`shortcut_expectations`: :meth:`add` each case's
+    :func:`case_expectations` (in release order), :meth:`result` once."""
+
+    def __init__(self):
+        self.totals: dict[str, list] = {}  # condition -> [cases, {program: sum}]
+        self.overall: list = [0, {p: 0 for p in PROGRAMS}]  # summed in release order, like the means
+
+    def add(self, condition: Optional[str], expectations: dict[str, float]) -> None:
+        """Add one case (condition None for broad rows)."""
+        for entry in (self.totals.setdefault(condition or "none", [0, {p: 0 for p in PROGRAMS}]), self.overall):
+            entry[0] += 1
+            for p in PROGRAMS:
+                entry[1][p] += expectations[p]
+
+    def result(self) -> dict:
+        """``{"n", "all", "by_condition"}``; see :func:`shortcut_expectations`."""
+        def means(k: int, sums: dict) -> dict[str, Optional[float]]:
+            return {p: (sums[p] / k if k else None) for p in PROGRAMS}
+
+        n = self.overall[0]
+        return {"n": n, "all": means(n, self.overall[1]),
+                "by_condition": {cond: means(k, sums) for cond, (k, sums) in sorted(self.totals.items())}}
+
+
 def shortcut_expectations(references: Iterable[str | dict]) -> dict:
     """Mean expected exact score of every program, overall and per condition.
 
@@ -88,16 +113,8 @@ def shortcut_expectations(references: Iterable[str | dict]) -> dict:
         ``{"n": int, "all": {program: mean}, "by_condition": {condition: {program: mean}}}``
         (condition ``"none"`` for broad rows); means are ``None`` when n = 0.
     """
-    per_case: list[tuple[Optional[str], dict[str, float]]] = []
+    totals = ShortcutTotals()
     for reference in references:
         ref = load_reference(reference) if isinstance(reference, str) else reference
-        per_case.append((ref.get("condition") or "none", case_expectations(ref)))
-
-    def means(items: list[dict[str, float]]) -> dict[str, Optional[float]]:
-        return {p: (sum(x[p] for x in items) / len(items) if items else None) for p in PROGRAMS}
-
-    groups: dict[str, list[dict[str, float]]] = defaultdict(list)
-    for cond, exp in per_case:
-        groups[cond].append(exp)
-    return {"n": len(per_case), "all": means([e for _, e in per_case]),
-            "by_condition": {cond: means(items) for cond, items in sorted(groups.items())}}
+        totals.add(ref.get("condition"), case_expectations(ref))
+    return totals.result()

@@ -5,7 +5,7 @@ Layout of the export folder::
     README.md                       card (dataset_card.md, generated regions filled) + YAML configs / dataset_info
     eval.yaml                       Hub benchmark registration (publishing.eval_files), one task per config
     exbind_manifest.json            versions, seeds, counts, gate tables, SHA-256 of files
-    data/<config>/test-00000-of-00001-<sha256[:16]>.parquet   row groups of 100 rows, page index
+    data/<config>/test-<k>-of-<n>-<sha256[:16]>.parquet   shards (publishing.shards): row groups of 100 rows, page index
 
 Guarantees:
 - safe and atomic (:mod:`publishing.swap`): only an empty folder or exactly a previous
@@ -17,7 +17,9 @@ Guarantees:
   timestamps; rows come from seeded generation in plan order);
 - fresh reloads: the YAML ``data_files`` name the content-addressed Parquet file itself,
   so ``load_dataset`` on a rebuilt export with new content never serves cached old rows;
-- every config is materialized by the ``datasets`` builder in a fresh cache directory;
+- streamed: rows go to Parquet shards as they are generated (:mod:`publishing.shards`), so
+  memory does not grow with the release size; the suite-level checks run on streamed
+  summaries when the last row is written, and a failure leaves the previous export;
 - checked before the swap: the offline card / eval.yaml / Parquet / ``load_dataset`` check
   (:func:`publishing.card.check_export`) runs on the finished temporary folder, and a
   failure raises :class:`publishing.card.CardCheckError` and leaves the previous export.
@@ -31,60 +33,58 @@ import os
 import shutil
 from collections import Counter
 from pathlib import Path
-from typing import Callable, Iterable, Optional
+from typing import Callable, Iterable, Optional, Union
 
 import datasets
-import pyarrow.parquet as pq
 from datasets.info import DatasetInfosDict
 from datasets.utils.metadata import MetadataConfigs
 from huggingface_hub import DatasetCard
 from tqdm.auto import tqdm
 
-from publishing.card import VIEWER_ROW_GROUP_SIZE, CardCheckError, check_export, fill_regions, generated_regions
+from publishing.card import CardCheckError, check_export, fill_regions, generated_regions
 from publishing.eval_files import write_eval_yaml
-from generator.records import GENERATOR_VERSION
-from composition.release import CONFIGS, Release
-from publishing.swap import (MANIFEST_NAME, ExportBusyError, ExportPathError, check_export_target, cache_dir,
+from publishing.shards import ROW_GROUP_SIZE, ConfigShardWriter, canonical_row_bytes, sha256_file  # noqa: F401
+from generator.records import FEATURES, GENERATOR_VERSION
+from composition.release import CONFIGS, Release, ReleaseRun
+from publishing.swap import (MANIFEST_NAME, ExportBusyError, ExportPathError, check_export_target,
                              clean_stale, export_lock, install, make_staging_dir, resolve_out)
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CARD_TEMPLATE = Path(__file__).resolve().parent / "dataset_card.md"
-ROW_GROUP_SIZE = VIEWER_ROW_GROUP_SIZE  # 100: small row groups keep image configs viewer-friendly
+
+DESCRIPTIONS = {
+    "broad": "Broad diagnostic suite: 250 cases over six surfaces (svg 25, canvas 50, tree 50, dom 25, graph 50, table 50).",
+    "paired": "The 100 broad cases that form 50 cross-format groups (25 svg-canvas, 25 tree-dom).",
+    "targeted_table": "Targeted table diagnostic: compact, conjunctive and high-candidate conditions, 40 cases each.",
+    "targeted_hierarchy": "Targeted hierarchy diagnostic (tree): repeated-module depth 2, 3 and 4, 40 cases each.",
+    "targeted_table_permuted": "Candidate-order control: the 120 targeted table cases under three seeded permutations.",
+    "targeted_table_column_metadata": "Column-metadata ablation: the 120 targeted table cases with a column field on every candidate.",
+    "legacy_bridge": "Legacy bridge: 300 executable SVG binding tasks on Graphviz gallery graphs with a cached real predictor output each.",
+}
 
 
-def sha256_file(path: Path) -> str:
-    """Hex SHA-256 of a file's bytes."""
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+def config_description(config: str, release) -> str:
+    """A config's ``datasets`` description; a variant release says so first (never confused
+    with the default release)."""
+    description = DESCRIPTIONS[config]
+    if release.variant is not None:
+        description = (f"Variant release {release.label} ({release.variant['scale']} times the counts below, "
+                       f"seeds {release.seeds}; not the default release). {description}")
+    return description
 
 
-def canonical_records_hash(rows: list[dict]) -> str:
-    """SHA-256 over the canonical JSON of every row (image bytes replaced by their SHA-256)."""
+def canonical_records_hash(rows: Iterable[dict]) -> str:
+    """SHA-256 over the canonical JSON of every row (image bytes replaced by their SHA-256;
+    :func:`publishing.shards.canonical_row_bytes`)."""
     h = hashlib.sha256()
     for row in rows:
-        row = dict(row)
-        image = row.get("image")
-        if image is not None:
-            data = image["bytes"] if isinstance(image, dict) else image
-            row["image"] = hashlib.sha256(data).hexdigest()
-        h.update(json.dumps(row, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode())
-        h.update(b"\n")
+        h.update(canonical_row_bytes(row))
     return h.hexdigest()
 
 
-def _materialize(builder_cls, config: str, cache_dir: str) -> datasets.Dataset:
-    builder = builder_cls(config_name=config, cache_dir=cache_dir)
-    builder.download_and_prepare(download_mode=datasets.DownloadMode.FORCE_REDOWNLOAD)
-    return builder.as_dataset(split="test")
-
-
-def _counts(ds: datasets.Dataset) -> dict:
-    counts: Counter = Counter(zip(ds["format"], ds["condition"]))
+def _counts(counter: Counter) -> dict:
     out: dict = {}
-    for (fmt, cond), k in sorted(counts.items(), key=lambda kv: (kv[0][0], kv[0][1] or "")):
+    for (fmt, cond), k in sorted(counter.items(), key=lambda kv: (kv[0][0], kv[0][1] or "")):
         out.setdefault(fmt, {})[cond or "none"] = k
     return out
 
@@ -114,30 +114,36 @@ def _label_variant(card: DatasetCard, variant: dict, rows: int) -> None:
     card.text = f"{head}{sep}{notice}\n{rest}"
 
 
-def _write_card(out: Path, infos: dict, data_files: dict, regions: dict, variant: Optional[dict] = None,
-                rows: int = 0) -> None:
+def _write_card(out: Path, infos: dict, data_files: dict, regions: dict, configs: Iterable[str],
+                variant: Optional[dict] = None, rows: int = 0) -> None:
     """README.md: the template with its generated regions filled, plus YAML configs / dataset_info
     (and the variant notice, :func:`_label_variant`, for a variant release)."""
     card = DatasetCard(fill_regions(CARD_TEMPLATE.read_text(encoding="utf-8"), regions))
     if variant is not None:
         _label_variant(card, variant, rows)
-    configs = MetadataConfigs({
-        name: {"data_files": [{"split": "test", "path": data_files[name]}], **({"default": True} if name == "broad" else {})}
-        for name in CONFIGS
+    default = "broad" if "broad" in configs else next(iter(configs))
+    metadata = MetadataConfigs({
+        name: {"data_files": [{"split": "test", "path": data_files[name] if len(data_files[name]) > 1
+                               else data_files[name][0]}], **({"default": True} if name == default else {})}
+        for name in configs
     })
-    configs.to_dataset_card_data(card.data)
+    metadata.to_dataset_card_data(card.data)
     DatasetInfosDict(infos).to_dataset_card_data(card.data)
     (out / "README.md").write_text(str(card), encoding="utf-8")
 
 
-def export_release(out_dir: Path, builder_cls, get_release: Callable[[], Release], show_progress: bool = True) -> dict:
+ReleaseSource = Union[Release, ReleaseRun]
+
+
+def export_release(out_dir: Path, get_release: Callable[[], ReleaseSource], show_progress: bool = True) -> dict:
     """Build every config and atomically replace ``out_dir`` with the export.
 
     Args:
         out_dir: export folder; its previous content survives any failure.
-        builder_cls: the ``datasets`` builder class (``exbind.ExBind``).
-        get_release: returns the generated :class:`~composition.release.Release` (gates run
-            inside; a failing suite-level check raises before anything is written).
+        get_release: returns a :class:`~composition.release.ReleaseRun` (streamed: rows are
+            generated while they are written, memory stays flat) or an in-memory
+            :class:`~composition.release.Release`; gates run inside, and a failing
+            suite-level check raises before anything is installed.
         show_progress: tqdm progress bars.
 
     Returns:
@@ -149,7 +155,8 @@ def export_release(out_dir: Path, builder_cls, get_release: Callable[[], Release
             :func:`publishing.swap.check_export_target`).
         ExportBusyError: another build holds the lock on ``out_dir``.
         BuildInterrupted: Ctrl-C; its ``installed`` says whether the new export was in place.
-        RuntimeError: from the generator when a gate or suite check fails.
+        composition.release.SuiteCheckError, RuntimeError: from the generator when a gate or
+            suite check fails.
         CardCheckError: when the finished export fails the offline card check
             (:func:`publishing.card.check_export`); nothing is swapped in.
     """
@@ -160,7 +167,7 @@ def export_release(out_dir: Path, builder_cls, get_release: Callable[[], Release
         state: dict = {}
         tmp = make_staging_dir(out_dir)
         try:
-            manifest = _write_export(tmp, out_dir, builder_cls, get_release, show_progress)
+            manifest = _write_export(tmp, out_dir, get_release, show_progress)
             install(tmp, out_dir, state)
         except KeyboardInterrupt:
             shutil.rmtree(tmp, ignore_errors=True)  # the unfinished new export, or the old one after the exchange
@@ -168,8 +175,6 @@ def export_release(out_dir: Path, builder_cls, get_release: Callable[[], Release
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
-        finally:
-            builder_cls.active_release = None
     return manifest
 
 
@@ -187,41 +192,50 @@ class BuildInterrupted(KeyboardInterrupt):
         return f"build interrupted; the previous export at {self.out_dir} is untouched"
 
 
-def _write_export(tmp: Path, out_dir: Path, builder_cls, get_release: Callable[[], Release],
-                  show_progress: bool) -> dict:
+def _dataset_info(config: str, rel: ReleaseSource, writer: ConfigShardWriter, tmp: Path) -> datasets.DatasetInfo:
+    """The card's ``dataset_info`` entry of one config (features, split size, file sizes)."""
+    info = datasets.DatasetInfo(description=config_description(config, rel), features=FEATURES,
+                                license="cc-by-4.0", config_name=config, dataset_name="exbind",
+                                version=datasets.Version(rel.label.split("+")[0]))
+    info.splits = datasets.SplitDict(dataset_name="exbind")
+    info.splits.add(datasets.SplitInfo(name="test", num_bytes=writer.num_bytes, num_examples=writer.rows,
+                                       dataset_name="exbind"))
+    info.download_size = sum((tmp / f).stat().st_size for f in writer.files)
+    info.dataset_size = writer.num_bytes
+    return info
+
+
+def _write_export(tmp: Path, out_dir: Path, get_release: Callable[[], ReleaseSource], show_progress: bool) -> dict:
     """Generate the release and write the complete, checked export into the empty folder ``tmp``."""
     rel = get_release()
-    datasets.disable_progress_bars()
-    infos, data_files = {}, {}
-    counts, record_hashes = {}, {}
-    with cache_dir() as cache_root:
-        builder_cls.active_release = rel
-        for config in tqdm(CONFIGS, desc="export configs", disable=not show_progress):
-            ds = _materialize(builder_cls, config, os.path.join(cache_root, config))
-            folder = tmp / "data" / config
-            folder.mkdir(parents=True)
-            staging = folder / "staging.parquet"
-            pq.write_table(ds.data.table, staging, row_group_size=ROW_GROUP_SIZE, write_page_index=True,
-                           compression="zstd")
-            digest = sha256_file(staging)
-            name = f"test-00000-of-00001-{digest[:16]}.parquet"
-            os.replace(staging, folder / name)
-            data_files[config] = f"data/{config}/{name}"
-            info = ds.info.copy()
-            info.config_name = config
-            infos[config] = info
-            counts[config] = {"rows": ds.num_rows, "by_format_condition": _counts(ds)}
-            record_hashes[config] = canonical_records_hash(list(ds.cast_column("image", datasets.Image(decode=False))))
-        builder_cls.active_release = None
-    _write_card(tmp, infos, data_files, generated_regions(counts, rel.gate_tables, rel.suite_checks, CONFIGS),
-                rel.variant, sum(c["rows"] for c in counts.values()))
-    write_eval_yaml(tmp, CONFIGS)
+    configs = tuple(rel.configs) if isinstance(rel, Release) else rel.configs
+    writers = {c: ConfigShardWriter(tmp / "data" / c) for c in configs}
+    counters: dict = {c: Counter() for c in configs}
+    total = rel.total() if isinstance(rel, ReleaseRun) else sum(len(v) for v in rel.configs.values())
+    progress = tqdm(total=total, desc="generate, gate and write", disable=not show_progress or total == 0)
+    if isinstance(rel, ReleaseRun):
+        rel.progress = progress
+    try:
+        for config, rec in rel.records():
+            writers[config].add(rec.to_row())
+            counters[config][(rec.case.format, rec.condition)] += 1
+            if not isinstance(rel, ReleaseRun):
+                progress.update(1)
+    finally:
+        progress.close()
+    data_files = {c: writers[c].close(tmp) for c in configs}
+    infos = {c: _dataset_info(c, rel, writers[c], tmp) for c in configs}
+    counts = {c: {"rows": writers[c].rows, "by_format_condition": _counts(counters[c])} for c in configs}
+    record_hashes = {c: writers[c].records_sha256 for c in configs}
+    _write_card(tmp, infos, data_files, generated_regions(counts, rel.gate_tables, rel.suite_checks, configs),
+                configs, rel.variant, sum(c["rows"] for c in counts.values()))
+    write_eval_yaml(tmp, configs)
     manifest = {
         "generator_version": GENERATOR_VERSION,
         "seeds": rel.seeds,
         "release_version": rel.label,
         "variant": rel.variant,
-        "configs": list(CONFIGS),
+        "configs": list(configs),
         "counts": counts,
         "gate_tables": rel.gate_tables,
         "legacy_bridge_eligibility": rel.legacy_eligibility,
@@ -231,7 +245,7 @@ def _write_export(tmp: Path, out_dir: Path, builder_cls, get_release: Callable[[
                   for p in sorted(tmp.rglob("*")) if p.is_file()},
     }
     (tmp / MANIFEST_NAME).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    problems = check_export(tmp, CONFIGS)
+    problems = check_export(tmp, configs)
     if problems:
         raise CardCheckError(problems, where=f"export to {out_dir}")
     return manifest

@@ -37,7 +37,7 @@ def main() -> None:
         t0 = time.perf_counter()
         rel = build_release(processes=args.processes)
         t1 = time.perf_counter()
-        export_release(Path(tmp) / "exbind", ExBind, lambda: rel, show_progress=False)
+        export_release(Path(tmp) / "exbind", lambda: rel, show_progress=False)
         t2 = time.perf_counter()
     svgs = {}
     for records in rel.configs.values():

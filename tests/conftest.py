@@ -22,11 +22,11 @@ import pytest  # noqa: E402
 @pytest.fixture(scope="session")
 def export_dir(tmp_path_factory) -> Path:
     """A full release export (all configs), built once per test session."""
-    from exbind import ExBind, release
+    from exbind import release
     from publishing.export import export_release
 
     out = tmp_path_factory.mktemp("export") / "exbind"
-    export_release(out, ExBind, release, show_progress=False)
+    export_release(out, release, show_progress=False)
     return out
 
 

@@ -21,7 +21,7 @@ from huggingface_hub import CommitOperationAdd, CommitOperationDelete, parse_eva
 import publishing.export as export_module
 import publishing.eval_files as eval_files
 import publishing.hub as hub
-from exbind import ExBind, release
+from exbind import release
 from publishing.card import (
     LONG_VALUE_COLUMNS,
     CardCheckError,
@@ -151,7 +151,7 @@ def test_a_failing_card_check_fails_the_export_and_keeps_the_previous_one(export
     broken.write_text((REPO_ROOT / "publishing" / "dataset_card.md").read_text().replace("license: cc-by-4.0", "license: cc-by-5.0"))
     monkeypatch.setattr(export_module, "CARD_TEMPLATE", broken)
     with pytest.raises(CardCheckError, match=r"license: 'cc-by-5.0' is not a Hub license id") as err:
-        export_release(out, ExBind, release, show_progress=False)
+        export_release(out, release, show_progress=False)
     assert err.value.problems == [
         "license: 'cc-by-5.0' is not a Hub license id (see HUB_LICENSE_IDS; e.g. 'cc-by-4.0')"]
     assert {p.relative_to(out).as_posix(): sha256_file(p) for p in out.rglob("*") if p.is_file()} == before

@@ -11,9 +11,11 @@ import datasets
 import pytest
 import yaml
 
-from exbind import ExBind, release
+import publishing.export as export_module
+from exbind import release
 from publishing.export import MANIFEST_NAME, export_release, sha256_file, verify_manifest
-from composition.release import CONFIGS, build_release
+from publishing.shards import ConfigShardWriter
+from composition.release import CONFIGS, ReleaseRun, build_release
 
 # Image-free configs hash the same on every machine (no rasterizer in the bytes).
 TARGETED_TABLE_RECORDS_SHA256 = "c9ccbfb64b06452a9264c27ce8e474b2f387f12245f6e8c0c4b66aa5eb172485"
@@ -24,8 +26,10 @@ def _files(folder: Path) -> dict[str, str]:
 
 
 def test_two_builds_are_byte_identical_whatever_the_process_count(export_dir, tmp_path):
+    # the session export is the in-memory release generated with the default processes; this
+    # one streams every row to its shard from a single process
     other = tmp_path / "exbind"
-    export_release(other, ExBind, lambda: build_release(processes=1), show_progress=False)
+    export_release(other, lambda: ReleaseRun(processes=1), show_progress=False)
     assert _files(other) == _files(export_dir)
 
 
@@ -116,7 +120,7 @@ def test_load_dataset_by_folder_name_from_the_working_directory(export_dir, tmp_
     assert svg[0]["image"].format == "PNG" and svg[0]["image"].size == (440, 360)
 
 
-def test_failed_build_leaves_the_previous_export_untouched(export_dir, tmp_path):
+def test_failed_build_leaves_the_previous_export_untouched(export_dir, tmp_path, monkeypatch):
     out = tmp_path / "exbind"
     shutil.copytree(export_dir, out)
     before = _files(out)
@@ -125,16 +129,17 @@ def test_failed_build_leaves_the_previous_export_untouched(export_dir, tmp_path)
         raise RuntimeError("gate failed")
 
     with pytest.raises(RuntimeError, match="gate failed"):
-        export_release(out, ExBind, broken_release, show_progress=False)
+        export_release(out, broken_release, show_progress=False)
 
-    class FailsOnThirdConfig(ExBind):
-        def _generate_examples(self):
-            if self.config.name == CONFIGS[2]:
-                raise RuntimeError("disk full")
-            yield from super()._generate_examples()
+    class FailsOnThirdConfig(ConfigShardWriter):  # the disk fills up while the third config is written
+        def add(self, row):
+            if self.folder.name == CONFIGS[2]:
+                raise OSError(28, "No space left on device")
+            super().add(row)
 
-    with pytest.raises(Exception, match="error occurred while generating"):
-        export_release(out, FailsOnThirdConfig, release, show_progress=False)
+    monkeypatch.setattr(export_module, "ConfigShardWriter", FailsOnThirdConfig)
+    with pytest.raises(OSError, match="No space left"):
+        export_release(out, release, show_progress=False)
     assert _files(out) == before
     assert sorted(p.name for p in tmp_path.iterdir()) == [".exbind.lock", "exbind"]  # the lock file stays
 
@@ -143,12 +148,12 @@ def test_reload_after_a_changed_rebuild_returns_the_new_rows(tmp_path):
     out = tmp_path / "exbind"
     cache = str(tmp_path / "cache")
     first = build_release(processes=2)
-    export_release(out, ExBind, lambda: first, show_progress=False)
+    export_release(out, lambda: first, show_progress=False)
     old = datasets.load_dataset(str(out), "targeted_table", split="test", cache_dir=cache)["instruction"]
     assert old == [r.case.instruction for r in first.configs["targeted_table"]]
 
     second = build_release(processes=2, targeted_seed=20260825)
-    export_release(out, ExBind, lambda: second, show_progress=False)
+    export_release(out, lambda: second, show_progress=False)
     new = datasets.load_dataset(str(out), "targeted_table", split="test", cache_dir=cache)["instruction"]
     assert new == [r.case.instruction for r in second.configs["targeted_table"]]
     assert new != old
@@ -166,7 +171,7 @@ def test_export_refuses_paths_that_are_not_previous_exports(tmp_path, monkeypatc
     afile.write_text("f")
     monkeypatch.chdir(tmp_path)
     with pytest.raises(ExportPathError, match="not an ExBind export"):
-        export_release(own, ExBind, release, show_progress=False)
+        export_release(own, release, show_progress=False)
     with pytest.raises(ExportPathError, match="existing file"):
         check_export_target(afile)
     with pytest.raises(ExportPathError, match="contains the working folder"):

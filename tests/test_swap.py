@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 import publishing.export as export_mod
-from exbind import ExBind, main
+from exbind import main
 from publishing import swap
 from publishing.export import BuildInterrupted, export_release, verify_manifest
 from publishing.swap import (MANIFEST_NAME, ExportBusyError, ExportPathError, check_export_target, clean_stale,
@@ -56,7 +56,7 @@ def fake_writer(monkeypatch):
     """Make export_release write a fake export labelled by ``labels`` (one per build)."""
     labels = []
 
-    def write(tmp, out_dir, builder_cls, get_release, show_progress):
+    def write(tmp, out_dir, get_release, show_progress):
         get_release()
         return _write_fake(tmp, labels.pop(0))
 
@@ -82,7 +82,7 @@ def test_empty_manifest_in_a_folder_with_user_files_is_refused(tmp_path, capsys,
     own.mkdir()
     (own / "thesis.tex").write_text("hi")
     (own / MANIFEST_NAME).write_text("")
-    monkeypatch.setattr("exbind.release", lambda *a, **k: pytest.fail("generation must not start"))
+    monkeypatch.setattr("exbind.ReleaseRun", lambda *a, **k: pytest.fail("generation must not start"))
     assert main(["build", "--out", str(own), "--quiet"]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"build refused: --out {own} is not an ExBind export: {MANIFEST_NAME} does not parse")
@@ -125,16 +125,16 @@ def test_symlinks_and_fifos_in_an_export_are_unexpected(tmp_path):
 def test_overlapping_build_is_refused_before_generation(tmp_path, capsys, monkeypatch, fake_writer):
     out = tmp_path / "exbind"
     fake_writer.append("first")
-    export_release(out, ExBind, lambda: None, show_progress=False)
-    monkeypatch.setattr("exbind.release", lambda *a, **k: pytest.fail("generation must not start"))
+    export_release(out, lambda: None, show_progress=False)
+    monkeypatch.setattr("exbind.ReleaseRun", lambda *a, **k: pytest.fail("generation must not start"))
     with export_lock(swap.resolve_out(out)):  # another open file description: as a second process
         with pytest.raises(ExportBusyError, match=f"another build holds the lock on {out} \\(pid {os.getpid()},"):
-            export_release(out, ExBind, lambda: pytest.fail("no generation"), show_progress=False)
+            export_release(out, lambda: pytest.fail("no generation"), show_progress=False)
         assert main(["build", "--out", str(out), "--quiet"]) == 2
     assert capsys.readouterr().err.startswith(f"build refused: another build holds the lock on {out}")
     assert _label(out) == "first"
     fake_writer.append("second")  # lock released: the next build proceeds
-    export_release(out, ExBind, lambda: None, show_progress=False)
+    export_release(out, lambda: None, show_progress=False)
     assert _label(out) == "second"
     assert _siblings(out) == [".exbind.lock", "exbind"]
 
@@ -167,7 +167,7 @@ def test_exchange_is_one_system_call_on_linux(tmp_path):
 def test_failure_after_the_exchange_leaves_the_new_export(tmp_path, monkeypatch, fake_writer):
     out = tmp_path / "exbind"
     fake_writer.extend(["old", "new"])
-    export_release(out, ExBind, lambda: None, show_progress=False)
+    export_release(out, lambda: None, show_progress=False)
 
     def boom(step):
         if step == "exchanged":
@@ -175,7 +175,7 @@ def test_failure_after_the_exchange_leaves_the_new_export(tmp_path, monkeypatch,
 
     monkeypatch.setattr(swap, "_AFTER_STEP", boom)
     with pytest.raises(RuntimeError, match="crash after the exchange"):
-        export_release(out, ExBind, lambda: None, show_progress=False)
+        export_release(out, lambda: None, show_progress=False)
     assert _label(out) == "new"
     assert _siblings(out) == [".exbind.lock", "exbind"]  # the old tree (at the staging name) was removed
 
@@ -243,7 +243,7 @@ def test_stale_leftovers_of_dead_pids_are_cleaned_live_ones_kept(tmp_path, monke
     (tmp_path / "tmp" / f"exbind-cache-{dead}-77").mkdir()
     (tmp_path / "tmp" / f"exbind-cache-{os.getpid()}-78").mkdir()
     fake_writer.append("new")
-    export_release(out, ExBind, lambda: None, show_progress=False)
+    export_release(out, lambda: None, show_progress=False)
     # out was missing and a dead build left an old export: restored, then replaced by the build
     assert _label(out) == "new"
     assert _siblings(out) == [".exbind.lock", f".exbind.tmp-{os.getpid()}-0a1d", f".other.tmp-{dead}-0a1e",
@@ -267,12 +267,12 @@ def test_a_planted_lock_symlink_is_refused_and_its_target_kept(tmp_path):
 def test_ctrl_c_is_one_line_exit_130_and_keeps_the_previous_export(tmp_path, capsys, monkeypatch, fake_writer):
     out = tmp_path / "exbind"
     fake_writer.append("old")
-    export_release(out, ExBind, lambda: None, show_progress=False)
+    export_release(out, lambda: None, show_progress=False)
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("exbind.release", interrupted)
+    monkeypatch.setattr("exbind.ReleaseRun", interrupted)
     assert main(["build", "--out", str(out), "--quiet"]) == 130
     captured = capsys.readouterr()
     assert captured.err == f"build interrupted; the previous export at {out} is untouched\n"
@@ -290,7 +290,7 @@ def test_sigint_during_a_pooled_build_prints_one_line(tmp_path, capsys, monkeypa
     while not any(p.name.startswith(".exbind.tmp-") for p in tmp_path.iterdir()):  # lock taken, generating
         assert proc.poll() is None and time.time() < deadline
         time.sleep(0.1)
-    monkeypatch.setattr("exbind.release", lambda *a, **k: pytest.fail("generation must not start"))
+    monkeypatch.setattr("exbind.ReleaseRun", lambda *a, **k: pytest.fail("generation must not start"))
     assert main(["build", "--out", str(out), "--quiet"]) == 2
     assert capsys.readouterr().err.startswith(
         f"build refused: another build holds the lock on {out} (pid {proc.pid}, lock file {tmp_path / '.exbind.lock'})")
@@ -303,7 +303,7 @@ def test_sigint_during_a_pooled_build_prints_one_line(tmp_path, capsys, monkeypa
 
 
 def test_unwritable_out_fails_before_generation(capsys, monkeypatch):
-    monkeypatch.setattr("exbind.release", lambda *a, **k: pytest.fail("generation must not start"))
+    monkeypatch.setattr("exbind.ReleaseRun", lambda *a, **k: pytest.fail("generation must not start"))
     assert main(["build", "--out", "/proc/exbind", "--quiet"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("build refused: cannot write the export at /proc/exbind: ")
@@ -315,10 +315,10 @@ def test_export_folder_follows_the_umask(tmp_path, fake_writer):
     try:
         fake_writer.extend(["a", "b"])
         out = tmp_path / "exbind"
-        export_release(out, ExBind, lambda: None, show_progress=False)
+        export_release(out, lambda: None, show_progress=False)
         assert stat.S_IMODE(out.stat().st_mode) == 0o755
         os.umask(0o027)
-        export_release(out, ExBind, lambda: None, show_progress=False)
+        export_release(out, lambda: None, show_progress=False)
         assert stat.S_IMODE(out.stat().st_mode) == 0o750
     finally:
         os.umask(old)

@@ -68,7 +68,7 @@ def test_cli_refuses_a_bad_scale(capsys):
 @pytest.fixture(scope="module")
 def variant_export(tmp_path_factory):
     out = tmp_path_factory.mktemp("variant") / "exbind"
-    export_release(out, ExBind, lambda: build_release(processes=1, seed=7, scale=2), show_progress=False)
+    export_release(out, lambda: build_release(processes=1, seed=7, scale=2), show_progress=False)
     return out
 
 
