@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from multiprocessing import get_context
 from typing import Optional
 
+from exbind_scoring import load_reference
 from generator import gates, table_shortcuts
 from generator.compilers.canvas import compile_canvas
 from generator.compilers.dom import compile_dom
@@ -238,6 +239,9 @@ def generate_unit(plan: LatentPlan, permutation_seeds: tuple[int, ...] = PERMUTA
         g.visible[config] = gates.visible_oracle_check(records)
     for rec in [*g.records, *(r for records in g.derived.values() for r in records)]:
         rec.to_row()
+    # A latent's references are never parsed again: empty the parsed-reference cache so a
+    # worker's memory stays flat however many latents it generates (issue 13 item 4).
+    load_reference.cache_clear()
     return g
 
 

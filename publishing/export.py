@@ -41,7 +41,7 @@ from datasets.utils.metadata import MetadataConfigs
 from huggingface_hub import DatasetCard
 from tqdm.auto import tqdm
 
-from publishing.card import CardCheckError, check_export, fill_regions, generated_regions
+from publishing.card import CardCheckError, check_export, default_config, fill_regions, generated_regions
 from publishing.eval_files import write_eval_yaml
 from publishing.shards import ROW_GROUP_SIZE, ConfigShardWriter, canonical_row_bytes, sha256_file  # noqa: F401
 from generator.records import FEATURES, GENERATOR_VERSION
@@ -121,7 +121,7 @@ def _write_card(out: Path, infos: dict, data_files: dict, regions: dict, configs
     card = DatasetCard(fill_regions(CARD_TEMPLATE.read_text(encoding="utf-8"), regions))
     if variant is not None:
         _label_variant(card, variant, rows)
-    default = "broad" if "broad" in configs else next(iter(configs))
+    default = default_config(configs)
     metadata = MetadataConfigs({
         name: {"data_files": [{"split": "test", "path": data_files[name] if len(data_files[name]) > 1
                                else data_files[name][0]}], **({"default": True} if name == default else {})}
