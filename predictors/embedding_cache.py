@@ -171,7 +171,8 @@ def model_hash(model_path: str | os.PathLike, memo_dir: Optional[Path] = None) -
     """
     folder = Path(model_path).resolve()
     if not folder.is_dir():
-        raise NotADirectoryError(f"model_path {str(model_path)!r} is not a folder; pass a sentence-transformers model folder")
+        raise NotADirectoryError(f"model_path {str(model_path)!r} is not a folder; "
+                                 "pass a sentence-transformers model folder")
     files = _model_files(folder)
     stamp = [list(f) for f in files]
     memo_path = memo_dir / HASH_MEMO if memo_dir is not None else None
