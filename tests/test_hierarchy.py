@@ -19,6 +19,7 @@ CONDITIONS = (None, "depth_2", "depth_3", "depth_4")
 
 
 def _fixed_latent():
+    # slot 3 of depth_3: 38 candidates (hierarchy.json targeted_candidate_counts)
     return h.sample(random.Random(20260824), "hier_t_0003", "depth_3", 3)
 
 
@@ -44,45 +45,46 @@ def _type_only_solves(case) -> bool:
 def test_fixed_seed_latent():
     lat = _fixed_latent()
     assert lat.levels == ("module", "stage", "block")
-    assert lat.module_names == ("Module Onyx", "Module Falcon")
-    assert lat.block_paths == ((1, 1), (1, 2), (2, 1), (3, 1))
-    assert lat.block_names == ("divider", "encoder", "limiter", "parser")
-    assert (lat.target_module, lat.target_path, lat.target_kind, lat.target_role) == (1, (3, 1), "port", "output")
-    assert lat.target_semantic_id() == "hier_t_0003_m1.s3.b1.out"
-    assert h.instruction(lat) == "In Module Onyx, pick the output port of the first block of stage 3."
-    assert len(h.nodes(lat)) == 40 == 2 * h.nodes_per_module(lat.block_paths)
-    assert lat.skeleton() == (("module", "stage", "block"), 2, ((1, 1), (1, 2), (2, 1), (3, 1)))
+    assert lat.module_names == ("Module Falcon", "Module Atlas")
+    assert lat.block_paths == ((1, 1), (1, 2), (1, 3), (2, 1))
+    assert lat.block_names == ("encoder", "filter", "tracker", "scaler")
+    assert (lat.target_module, lat.target_path, lat.target_kind, lat.target_role) == (2, (1, 3), "port", "output")
+    assert lat.target_semantic_id() == "hier_t_0003_m2.s1.b3.out"
+    assert h.instruction(lat) == "In Module Atlas, pick the output port of the third block of stage 1."
+    assert len(h.nodes(lat)) == 38 == 2 * h.nodes_per_module(lat.block_paths)
+    assert h.targeted_candidate_count("depth_3", 3) == 38
+    assert lat.skeleton() == (("module", "stage", "block"), 2, ((1, 1), (1, 2), (1, 3), (2, 1)))
 
 
 def test_fixed_seed_tree():
     case = compile_tree(_fixed_latent(), random.Random(11))
     assert (case.format, case.source_type) == ("tree", "tree_outline")
-    assert case.gold() == {"target_id": "n_ef56"}
-    assert len(case.candidates) == 40
-    assert [c.candidate_id for c in case.candidates[:3]] == ["n_e80a", "n_7301", "n_2670"]
+    assert case.gold() == {"target_id": "n_f2d1"}
+    assert len(case.candidates) == 38
+    assert [c.candidate_id for c in case.candidates[:3]] == ["n_8660", "n_1fcc", "n_bbe4"]
     assert case.source.splitlines()[:6] == [
-        '[n_eee6] module "Module Onyx"',
+        '[n_eee6] module "Module Falcon"',
         "  [n_5f53] stage",
-        '    [n_e942] block "divider"',
+        '    [n_e942] block "encoder"',
         "      [n_1ce5] port input",
         "      [n_0211] port output",
-        '      [n_670e] param "ratio"',
+        '      [n_670e] param "codec"',
     ]
-    gold = case.candidate_by_semantic_id("hier_t_0003_m1.s3.b1.out")
+    gold = case.candidate_by_semantic_id("hier_t_0003_m2.s1.b3.out")
     assert gold.text == "port output" and gold.candidate_type == "tree_node"
-    assert gold.meaning.group == "hier_t_0003_m1" and gold.meaning.path == (3, 1)
-    assert "[n_ef56] port output" in case.source
+    assert gold.meaning.group == "hier_t_0003_m2" and gold.meaning.path == (1, 3)
+    assert "[n_f2d1] port output" in case.source
     module = case.candidate_by_semantic_id("hier_t_0003_m2")
-    assert module.text == 'module "Module Falcon"'
-    assert module.meaning.attributes == (("name", "Module Falcon"),) and module.meaning.path == ()
+    assert module.text == 'module "Module Atlas"'
+    assert module.meaning.attributes == (("name", "Module Atlas"),) and module.meaning.path == ()
     block = case.candidate_by_semantic_id("hier_t_0003_m2.s2.b1")
-    assert block.text == 'block "limiter"' and block.meaning.role is None and block.meaning.kind == "block"
+    assert block.text == 'block "scaler"' and block.meaning.role is None and block.meaning.kind == "block"
     param = case.candidate_by_semantic_id("hier_t_0003_m2.s2.b1.param")
-    assert param.text == 'param "ceiling"' and param.candidate_type == "tree_node"
+    assert param.text == 'param "factor"' and param.candidate_type == "tree_node"
     assert (param.meaning.group, param.meaning.path, param.meaning.role, param.meaning.kind) == (
         "hier_t_0003_m2", (2, 1), None, "param")
-    assert param.meaning.attributes == (("name", "ceiling"),)
-    assert f"[{param.candidate_id}] param \"ceiling\"" in case.source
+    assert param.meaning.attributes == (("name", "factor"),)
+    assert f"[{param.candidate_id}] param \"factor\"" in case.source
     stage = case.candidate_by_semantic_id("hier_t_0003_m2.s2")
     assert stage.text == "stage" and stage.meaning.path == (2,) and stage.meaning.attributes == ()
 
@@ -90,25 +92,25 @@ def test_fixed_seed_tree():
 def test_fixed_seed_dom():
     case = compile_dom(_fixed_latent(), random.Random(12))
     assert (case.format, case.source_type) == ("dom", "html_dom")
-    assert case.gold() == {"dom_id": "d_81d8"}
-    assert '<span id="d_81d8" class="port" data-role="output">out</span>' in case.source
+    assert case.gold() == {"dom_id": "d_8000"}
+    assert '<span id="d_8000" class="port" data-role="output">out</span>' in case.source
     texts = {c.meaning.kind: set() for c in case.candidates}
     for c in case.candidates:
         texts[c.meaning.kind].add(c.text)
     assert texts == {
-        "module": {"Module Onyx", "Module Falcon"},
+        "module": {"Module Falcon", "Module Atlas"},
         "stage": {""},
-        "block": {"divider", "encoder", "limiter", "parser"},
+        "block": {"encoder", "filter", "tracker", "scaler"},
         "port": {"in", "out"},
-        "param": {"ratio", "codec", "ceiling", "syntax"},
+        "param": {"codec", "cutoff", "window", "factor"},
     }
     param = case.candidate_by_semantic_id("hier_t_0003_m2.s2.b1.param")
-    assert f'<span id="{param.candidate_id}" class="param">ceiling</span>' in case.source
-    # nesting mirrors the latent: 2 sections; wrapper + 6 stage divs + 8 block divs, all closed;
+    assert f'<span id="{param.candidate_id}" class="param">factor</span>' in case.source
+    # nesting mirrors the latent: 2 sections; wrapper + 4 stage divs + 8 block divs, all closed;
     # each block holds two port spans and one param span
     assert case.source.count("<section ") == case.source.count("</section>") == 2
-    assert case.source.count("<div ") == case.source.count("</div>") == 1 + 6 + 8
-    assert case.source.count('class="stage"') == 6 and case.source.count('class="block"') == 8
+    assert case.source.count("<div ") == case.source.count("</div>") == 1 + 4 + 8
+    assert case.source.count('class="stage"') == 4 and case.source.count('class="block"') == 8
     assert case.source.count("<span ") == 24 and case.source.count('class="param"') == 8
 
 

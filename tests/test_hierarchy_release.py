@@ -10,6 +10,8 @@ import re
 import statistics
 from collections import Counter, defaultdict
 
+import pytest
+
 from exbind_scoring import load_reference
 from generator.visible_oracle import visible_answer
 
@@ -148,3 +150,52 @@ def test_depth_balance_check_fails_on_a_small_unpaired_suite():
     assert check == {"passed": False, "median_candidates": {"depth_2": 38, "depth_3": 46, "depth_4": 48},
                      "median_ratio": 1.263, "skeletons": {"depth_2": 2, "depth_3": 1, "depth_4": 2},
                      "depths": {"tree": [2, 3, 4], "dom": []}}
+
+
+def test_targeted_candidate_counts_follow_the_slot(rows):
+    """The count of each targeted case is a function of its slot (issue 13 item 4): the 2.0.0
+    release's own counts, read back from its rows, repeat every 40 slots."""
+    from generator.families import hierarchy as h
+
+    counts = h.vocabulary()["targeted_candidate_counts"]
+    assert {c: sorted(Counter(v).items()) for c, v in counts.items()} == {
+        "depth_2": [(34, 14), (42, 12), (50, 14)],
+        "depth_3": [(38, 14), (40, 3), (46, 17), (48, 6)],
+        "depth_4": [(44, 20), (52, 20)]}
+    assert {c: statistics.median(v) for c, v in counts.items()} == {"depth_2": 42, "depth_3": 46, "depth_4": 48}
+    released = defaultdict(list)
+    for r in rows["targeted_hierarchy"]:
+        slot = int(r["latent_id"].rsplit("_", 1)[1])
+        assert len(r["candidates"]) == h.targeted_candidate_count(r["condition"], slot)
+        released[r["condition"]].append(len(r["candidates"]))
+    assert dict(released) == counts
+    assert [h.targeted_candidate_count("depth_4", s) for s in (0, 1, 40, 41, 121)] == [52, 44, 52, 44, 44]
+    with pytest.raises(ValueError, match="unknown hierarchy condition 'depth_5'"):
+        h.targeted_candidate_count("depth_5", 0)
+    with pytest.raises(ValueError, match="slot must be a non-negative integer, got -1"):
+        h.targeted_candidate_count("depth_2", -1)
+
+
+def _variant_depth_balance(seed, scale):
+    """``hierarchy_depth_balance`` of the hierarchy latents of ``build --seed S --scale K``
+    (only the hierarchy plans are generated; the other families do not enter the check)."""
+    from composition.release import (BROAD_SEED, TARGETED_SEED, broad_plans, generate_all,
+                                     hierarchy_depth_balance, targeted_plans, variant_seeds)
+
+    seeds = {"broad": BROAD_SEED, "targeted": TARGETED_SEED} if seed is None else variant_seeds(seed)
+    broad = generate_all([p for p in broad_plans(seeds["broad"], scale) if p.family == "hierarchy"], 1)
+    targeted = generate_all([p for p in targeted_plans(seeds["targeted"], scale) if p.family == "hierarchy"], 1)
+    return hierarchy_depth_balance(broad, targeted)
+
+
+# Before the per-slot counts these failed: seed 1 and 3 with depth_4 median 52 (ratio 1.238), the
+# default seeds at scale 2 likewise; now every seed and scale has medians 42 / 46 / 48.
+@pytest.mark.parametrize("seed, scale, skeletons", [
+    (1, 1, {"depth_2": 3, "depth_3": 10, "depth_4": 12}),
+    (3, 1, {"depth_2": 3, "depth_3": 12, "depth_4": 12}),
+    (None, 2, {"depth_2": 3, "depth_3": 13, "depth_4": 12}),
+])
+def test_variant_seeds_keep_the_depth_balance(seed, scale, skeletons):
+    assert _variant_depth_balance(seed, scale) == {
+        "passed": True, "median_candidates": {"depth_2": 42, "depth_3": 46, "depth_4": 48}, "median_ratio": 1.143,
+        "skeletons": skeletons, "depths": {"tree": [2, 3, 4], "dom": [2, 3, 4]}}

@@ -26,7 +26,13 @@ def _row(case, latent_id="hier_t_0003"):
 
 @pytest.fixture(scope="module")
 def latent():
-    return h.sample(random.Random(20260824), "hier_t_0003", "depth_3", 3)
+    """A fixed depth-3 latent (three stages; the target is the first block of stage 3), spelled
+    out so the solver tests do not depend on how the sampler draws shapes."""
+    return h.HierarchyLatent(
+        latent_id="hier_t_0003", condition="depth_3", levels=("module", "stage", "block"),
+        module_names=("Module Onyx", "Module Falcon"), block_paths=((1, 1), (1, 2), (2, 1), (3, 1)),
+        block_names=("divider", "encoder", "limiter", "parser"), target_module=1, target_path=(3, 1),
+        target_kind="port", target_role="output", template_index=1)
 
 
 @pytest.fixture(scope="module")

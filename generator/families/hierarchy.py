@@ -16,6 +16,14 @@ depth 3, 2-3 stages of 1-3 blocks; depth 4, 2 units of 1-2 stages of 1-2 blocks)
 of a skeleton branches (:func:`branches_at_every_level`), so no ordinal of a path is trivial
 everywhere.
 
+On the targeted suite the candidate count is a function of the slot, not of the seed: the
+case in slot ``s`` of a depth condition has ``targeted_candidate_counts[condition][s % 40]``
+candidates (:func:`targeted_candidate_count`; the 2.0.0 release's own counts, medians 42, 46
+and 48), and the skeleton is drawn within the window until its count matches. Every seed and
+every scale therefore has the same count composition per depth, and the suite's depth balance
+rule (median ratio <= 1.2) holds by construction rather than by luck of the seed; the skeleton
+itself (which stages hold how many blocks) stays random.
+
 The parameter node (kind ``"param"``, role None, its block's path, visible label the block's
 parameter name from ``block_params``) is the one node that shares a *block* target's group, path
 and role but not its kind, so choosing it violates exactly ``attribute`` (the hierarchy
@@ -52,7 +60,9 @@ PORT_ROLES = ("input", "output")
 _ID_STEP = {"unit": "u", "stage": "s", "block": "b"}
 _PORT_STEP = {"input": "in", "output": "out"}
 PARAM_STEP = "param"
-_MAX_SHAPE_TRIES = 500
+# Enough that the rarest targeted count (depth 3, 40 candidates: 1 draw in 18) is missed with
+# probability (17/18)**2000 < 1e-49 per case.
+_MAX_SHAPE_TRIES = 2000
 
 
 @lru_cache(maxsize=1)
@@ -190,6 +200,26 @@ def _depth_of(condition: Optional[str], slot: int) -> int:
     return int(condition.split("_")[1])
 
 
+def targeted_candidate_count(condition: str, slot: int) -> int:
+    """The total candidate count of the targeted case in ``slot`` of a depth ``condition``:
+    ``targeted_candidate_counts[condition][slot % 40]`` of ``hierarchy.json``.
+
+    Args:
+        condition: ``"depth_2"``, ``"depth_3"`` or ``"depth_4"``.
+        slot: the case's index (>= 0) within its condition; every run of 40 consecutive slots
+            starting at a multiple of 40 has the same counts, so any ``scale`` keeps the medians.
+
+    Raises:
+        ValueError: for an unknown condition or a negative slot.
+    """
+    if condition not in CONDITIONS:
+        raise ValueError(f"unknown hierarchy condition {condition!r}; expected one of {CONDITIONS}")
+    if isinstance(slot, bool) or not isinstance(slot, int) or slot < 0:
+        raise ValueError(f"slot must be a non-negative integer, got {slot!r}")
+    counts = vocabulary()["targeted_candidate_counts"][condition]
+    return counts[slot % len(counts)]
+
+
 def _sample_block_paths(
     rng: random.Random, children: Sequence[Sequence[int]]
 ) -> tuple[tuple[int, ...], ...]:
@@ -262,8 +292,9 @@ def sample(rng: random.Random, latent_id: str, condition: Optional[str], slot: i
 
     Returns:
         A :class:`HierarchyLatent` whose total node count stays within the depth's
-        ``candidate_window`` (34-52 nodes at every depth: breadth shrinks as depth grows) and
-        whose skeleton branches at every level (:func:`branches_at_every_level`).
+        ``candidate_window`` (34-52 nodes at every depth: breadth shrinks as depth grows),
+        equals :func:`targeted_candidate_count` on the targeted suite, and whose skeleton
+        branches at every level (:func:`branches_at_every_level`).
 
     Raises:
         ValueError: for an unknown condition.
@@ -273,14 +304,20 @@ def sample(rng: random.Random, latent_id: str, condition: Optional[str], slot: i
     depth = _depth_of(condition, slot)
     cfg = vocab["depths"][str(depth)]
     low, high = vocab["candidate_window"]
+    # The slot's count only narrows which draw is accepted: where the first in-window draw already
+    # has it (every targeted case of the 2.0.0 release), the case is unchanged.
+    wanted = None if condition is None else targeted_candidate_count(condition, slot)
     for _ in range(_MAX_SHAPE_TRIES):
         n_modules = rng.randint(cfg["modules"][0], cfg["modules"][1])
         block_paths = _sample_block_paths(rng, cfg["children"])
         total = n_modules * nodes_per_module(block_paths)
-        if low <= total <= high and branches_at_every_level(block_paths):
+        if (low <= total <= high and branches_at_every_level(block_paths)
+                and (wanted is None or total == wanted)):
             break
     else:
-        raise RuntimeError(f"no depth-{depth} shape with {low}-{high} nodes; check hierarchy.json")
+        window = f"{low}-{high}" if wanted is None else str(wanted)
+        raise RuntimeError(f"no depth-{depth} shape with {window} nodes in {_MAX_SHAPE_TRIES} draws; "
+                           "check hierarchy.json")
 
     if condition is None:
         kind = "block" if slot % 5 == 4 else "port"
