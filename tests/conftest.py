@@ -1,5 +1,6 @@
 """Shared fixtures. Every test run uses a temporary Hugging Face cache (datasets, evaluate
-modules) and never reaches the network."""
+modules) and a temporary PNG render cache (``EXBIND_CACHE_DIR``, so the suite never writes to
+``~/.cache/exbind``), and never reaches the network."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ _HF_HOME = tempfile.mkdtemp(prefix="exbind-tests-hf-")
 os.environ["HF_HOME"] = _HF_HOME
 os.environ["HF_DATASETS_CACHE"] = os.path.join(_HF_HOME, "datasets")
 os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["EXBIND_CACHE_DIR"] = tempfile.mkdtemp(prefix="exbind-tests-cache-")
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
