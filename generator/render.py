@@ -146,8 +146,8 @@ def union_bbox(boxes: list[list[float]]) -> list[float]:
 # --------------------------------------------------------------------------- rasterizing, PNG disk cache
 
 RENDERER_VERSION = "1"
-"""Part of every cache key: bump it whenever :func:`_render` would give other bytes for the same
-SVG (another cairosvg call or option, post-processing), so entries written before are never read."""
+"""Part of every cache key: bump it whenever :func:`rasterize_uncached` would give other bytes for
+the same SVG (another cairosvg call or option, post-processing), so older entries are never read."""
 CACHE_DIR_ENV = "EXBIND_CACHE_DIR"
 """Cache root; PNGs go to ``<root>/png/`` (default root ``$XDG_CACHE_HOME/exbind``, ``~/.cache/exbind``)."""
 CACHE_SWITCH_ENV = "EXBIND_RENDER_CACHE"
@@ -177,7 +177,8 @@ def cache_enabled() -> bool:
         return False
     if value in _SWITCH_ON:
         return True
-    raise ValueError(f"{CACHE_SWITCH_ENV}={raw!r}: set it to 0 to turn the PNG cache off, or 1 (or unset it) to keep it on")
+    raise ValueError(f"{CACHE_SWITCH_ENV}={raw!r}: set it to 0 to turn the PNG cache off, "
+                     "or 1 (or unset it) to keep it on")
 
 
 def cache_dir() -> Path:
@@ -230,9 +231,10 @@ def read_entry(path: Path) -> Optional[bytes]:
     try:
         with os.fdopen(fd, "rb") as fh:
             info = os.fstat(fh.fileno())
-            if not stat.S_ISREG(info.st_mode) or not 24 + _DIGEST_BYTES <= info.st_size <= _DIGEST_BYTES + MAX_CACHED_PNG_BYTES:
+            limit = _DIGEST_BYTES + MAX_CACHED_PNG_BYTES
+            if not stat.S_ISREG(info.st_mode) or not _DIGEST_BYTES + 24 <= info.st_size <= limit:
                 return None
-            data = fh.read(_DIGEST_BYTES + MAX_CACHED_PNG_BYTES + 1)
+            data = fh.read(limit + 1)
     except OSError:
         return None
     digest, png = data[:_DIGEST_BYTES], data[_DIGEST_BYTES:]
@@ -274,14 +276,15 @@ def write_entry(path: Path, png: bytes) -> bool:
         return False
 
 
-def _render(svg: str) -> tuple[bytes, tuple[int, int]]:
-    """cairosvg alone, external resources disabled (the cache's source of truth)."""
+def rasterize_uncached(svg: str) -> tuple[bytes, tuple[int, int]]:
+    """:func:`rasterize` without the disk cache: cairosvg alone, external resources disabled
+    (the cache's source of truth, and the rendering floor of ``scripts/benchmark_build.py``)."""
     png = cairosvg.svg2png(bytestring=svg.encode("utf-8"), unsafe=False)
     return png, png_size(png)
 
 
 def _render_and_store(svg: str, use_cache: bool) -> tuple[bytes, tuple[int, int]]:
-    png, size = _render(svg)
+    png, size = rasterize_uncached(svg)
     if use_cache:
         write_entry(cache_path(cache_key(svg)), png)
     return png, size
@@ -373,8 +376,9 @@ def rasterize_many(svgs: list[str], processes: Optional[int] = None,
             for svg, result in zip(order, pool.map(_job, order, [use_cache] * len(order))):
                 results[svg] = result
         except BrokenProcessPool:
-            raise RuntimeError(f"a rendering worker died while rendering {len(order)} SVG documents (killed by the "
-                               "OS, e.g. out of memory, or crashed in cairo); rerun with processes=1 to see which") from None
+            raise RuntimeError(f"a rendering worker died while rendering {len(order)} SVG documents (killed by "
+                               "the OS, e.g. out of memory, or crashed in cairo); rerun with processes=1 to see "
+                               "which") from None
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
     out = []

@@ -54,13 +54,13 @@ def cache(tmp_path, monkeypatch) -> Path:
 def renders(monkeypatch) -> list[str]:
     """The SVGs that reach cairosvg (in this process) from now on."""
     seen: list[str] = []
-    real = render._render
+    real = render.rasterize_uncached
 
     def counting(svg):
         seen.append(svg)
         return real(svg)
 
-    monkeypatch.setattr(render, "_render", counting)
+    monkeypatch.setattr(render, "rasterize_uncached", counting)
     return seen
 
 
@@ -257,14 +257,14 @@ def test_legacy_conversion_is_the_same_cold_warm_off_and_pooled(cache, monkeypat
 
 
 def test_rasterize_many_worker_death_is_one_clear_error(cache, monkeypatch):
-    real = render._render
+    real = render.rasterize_uncached
 
     def dies_on_marker(svg):
         if svg == "die":
             os._exit(3)  # what an OOM kill or a crash in cairo looks like to the pool
         return real(svg)
 
-    monkeypatch.setattr(render, "_render", dies_on_marker)  # forked workers inherit it
+    monkeypatch.setattr(render, "rasterize_uncached", dies_on_marker)  # forked workers inherit it
     with pytest.raises(RuntimeError) as info:
         render.rasterize_many([SVGS["svg row"](), "die"], processes=2)
     assert str(info.value) == ("a rendering worker died while rendering 2 SVG documents (killed by the OS, e.g. "

@@ -376,8 +376,8 @@ def convert_inputs(inputs: list[LegacyInput], render: bool = True,
             rejected[reason] = rejected.get(reason, 0) + 1
             listed.append({"line": inp.line, "id": inp.id, "reason": reason})
             continue
-        score = score_prediction(record.cached_output["output"], reference) if record.cached_output is not None else None
-        pairs.append((record, score))
+        cached = record.cached_output
+        pairs.append((record, score_prediction(cached["output"], reference) if cached is not None else None))
     counts = {"attempted": len(inputs), "eligible": len(pairs), "rejected": dict(sorted(rejected.items())),
               "rejected_records": listed}
     return pairs, counts
