@@ -269,3 +269,20 @@ def test_rasterize_many_worker_death_is_one_clear_error(cache, monkeypatch):
         render.rasterize_many([SVGS["svg row"](), "die"], processes=2)
     assert str(info.value) == ("a rendering worker died while rendering 2 SVG documents (killed by the OS, e.g. "
                                "out of memory, or crashed in cairo); rerun with processes=1 to see which")
+
+
+def _store(args) -> bool:
+    path, png = args
+    return render.write_entry(Path(path), png)
+
+
+def test_concurrent_writers_of_one_entry_leave_one_whole_entry(cache):
+    from multiprocessing import get_context
+
+    svg = SVGS["svg row"]()
+    png = _floor(svg)
+    path = render.cache_path(render.cache_key(svg))
+    with get_context("fork").Pool(4) as pool:
+        assert pool.map(_store, [(str(path), png)] * 16) == [True] * 16
+    assert render.read_entry(path) == png
+    assert [p.name for p in path.parent.iterdir()] == [path.name]
