@@ -34,7 +34,7 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from multiprocessing import get_context
 from pathlib import Path
-from typing import Optional
+from typing import Iterator, Optional
 
 import cairocffi
 import cairosvg
@@ -330,12 +330,61 @@ def _job(svg: str, use_cache: bool):
     return ("ok", png, size)
 
 
+def iter_rasterized(svgs: list[str], processes: Optional[int] = None,
+                    skip_errors: bool = False) -> Iterator[Optional[tuple[bytes, tuple[int, int]]]]:
+    """:func:`rasterize_many`, lazily: yields each document's result, in the order of ``svgs``,
+    as soon as it is ready, so a caller can use the first pictures while workers render the
+    next ones. Close the iterator (or exhaust it) to stop the pool; the arguments, the cache
+    switch and the cache entries are checked before it is returned."""
+    if processes is not None and (isinstance(processes, bool) or not isinstance(processes, int) or processes < 1):
+        raise ValueError(f"processes must be a positive integer or None, got {processes!r}")
+    use_cache = cache_enabled()
+    results: dict[str, tuple] = {}
+    missing = []
+    for svg in dict.fromkeys(svgs):
+        hit = _cached(svg) if use_cache else None
+        if hit is not None:
+            results[svg] = ("ok", *hit)
+        else:
+            missing.append(svg)
+    workers = min(processes or min(os.cpu_count() or 1, 4), len(missing))
+    return _stream(svgs, results, missing, workers, use_cache, skip_errors)
+
+
+def _stream(svgs, results: dict, missing: list[str], workers: int, use_cache: bool, skip_errors: bool):
+    pool = None
+    if workers > 1:
+        pool = ProcessPoolExecutor(workers, mp_context=get_context("fork"), initializer=_ignore_sigint)
+        rendered = pool.map(_job, missing, [use_cache] * len(missing))
+    else:
+        rendered = (_job(svg, use_cache) for svg in missing)
+    try:
+        for i, svg in enumerate(svgs):
+            if svg not in results:
+                try:
+                    results[svg] = next(rendered)  # missing is in first-appearance order
+                except BrokenProcessPool:
+                    raise RuntimeError(f"a rendering worker died while rendering {len(missing)} SVG documents "
+                                       "(killed by the OS, e.g. out of memory, or crashed in cairo); rerun with "
+                                       "processes=1 to see which") from None
+            result = results[svg]
+            if result[0] == "ok":
+                yield result[1], result[2]
+            elif skip_errors:
+                yield None
+            else:
+                raise RasterizeError(f"svgs[{i}]: cannot be rendered ({result[1]})")
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
 def rasterize_many(svgs: list[str], processes: Optional[int] = None,
                    skip_errors: bool = False) -> list[Optional[tuple[bytes, tuple[int, int]]]]:
     """:func:`rasterize` every document, the distinct ones not in the cache in a fork pool.
 
     The cache is read in this process first, so a warm run starts no pool; each distinct
-    document is rendered once (the largest first, for balance) and its entry written by the
+    document is rendered once, in order of first appearance, and its entry written by the
     worker that rendered it. Workers ignore Ctrl-C; the parent stops the pool.
 
     Args:
@@ -354,40 +403,8 @@ def rasterize_many(svgs: list[str], processes: Optional[int] = None,
         RasterizeError: a document cannot be rendered (unless ``skip_errors``).
         RuntimeError: a worker died (killed by the OS, e.g. out of memory, or crashed in cairo).
     """
-    if processes is not None and (isinstance(processes, bool) or not isinstance(processes, int) or processes < 1):
-        raise ValueError(f"processes must be a positive integer or None, got {processes!r}")
-    use_cache = cache_enabled()
-    results: dict[str, tuple] = {}
-    missing = []
-    for svg in dict.fromkeys(svgs):
-        hit = _cached(svg) if use_cache else None
-        if hit is not None:
-            results[svg] = ("ok", *hit)
-        else:
-            missing.append(svg)
-    workers = min(processes or min(os.cpu_count() or 1, 4), len(missing))
-    if workers <= 1:
-        for svg in missing:
-            results[svg] = _job(svg, use_cache)
-    else:
-        order = sorted(missing, key=len, reverse=True)
-        pool = ProcessPoolExecutor(workers, mp_context=get_context("fork"), initializer=_ignore_sigint)
-        try:
-            for svg, result in zip(order, pool.map(_job, order, [use_cache] * len(order))):
-                results[svg] = result
-        except BrokenProcessPool:
-            raise RuntimeError(f"a rendering worker died while rendering {len(order)} SVG documents (killed by "
-                               "the OS, e.g. out of memory, or crashed in cairo); rerun with processes=1 to see "
-                               "which") from None
-        finally:
-            pool.shutdown(wait=True, cancel_futures=True)
-    out = []
-    for i, svg in enumerate(svgs):
-        result = results[svg]
-        if result[0] == "ok":
-            out.append((result[1], result[2]))
-        elif skip_errors:
-            out.append(None)
-        else:
-            raise RasterizeError(f"svgs[{i}]: cannot be rendered ({result[1]})")
-    return out
+    stream = iter_rasterized(svgs, processes, skip_errors)
+    try:
+        return list(stream)
+    finally:
+        stream.close()

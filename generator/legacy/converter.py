@@ -23,7 +23,7 @@ gives the target spec; the gold is then recomputed by
 :func:`exbind_scoring.execute_target` and must equal the record's ``gold``.
 
 Pictures: :func:`convert_inputs` renders the distinct SVGs of a file in a worker pool through
-the PNG disk cache (:func:`generator.render.rasterize_many`) before building the records in
+the PNG disk cache (:func:`generator.render.iter_rasterized`) while it builds the records in
 input order, so the records do not depend on the number of processes or on the cache.
 """
 
@@ -44,7 +44,7 @@ from exbind_scoring import (
     score_prediction,
 )
 from generator.records import ExBindRecord
-from generator.render import rasterize, rasterize_many
+from generator.render import iter_rasterized, rasterize
 from generator.schema import Candidate, Meaning, SurfaceCase, Target
 from generator.legacy import visibility
 from generator.legacy.gallery import SvgGraph, SvgStructureError, boxes_for, parse_svg_cached
@@ -333,10 +333,10 @@ def convert_inputs(inputs: list[LegacyInput], render: bool = True,
                    processes: Optional[int] = None) -> tuple[list[tuple[LegacyRecord, dict]], dict]:
     """Convert validated inputs; ineligible ones are counted, never silently dropped.
 
-    The SVGs of the records that pass the picture-free gate steps are rendered first, the
-    distinct ones in a worker pool (:func:`generator.render.rasterize_many`, through the PNG
-    disk cache); the records are then built in input order, so the result does not depend on
-    ``processes``.
+    The SVGs of the records that pass the picture-free gate steps are rendered, the distinct
+    ones in a worker pool (:func:`generator.render.iter_rasterized`, through the PNG disk
+    cache), while this process builds the records in input order as their pictures arrive, so
+    the result does not depend on ``processes``.
 
     Args:
         inputs: validated records (:func:`parse_record`, :func:`read_legacy_jsonl`).
@@ -360,7 +360,15 @@ def convert_inputs(inputs: list[LegacyInput], render: bool = True,
         except Exception as exc:  # noqa: BLE001 - raised again below, in input order
             prepared.append(exc)
     svgs = [inp.svg for inp, prep in zip(inputs, prepared) if not isinstance(prep, Exception)]
-    images = dict(zip(svgs, rasterize_many(svgs, processes, skip_errors=True)))
+    images = iter_rasterized(svgs, processes, skip_errors=True)
+    try:
+        return _convert_prepared(inputs, prepared, images, render)
+    finally:
+        images.close()
+
+
+def _convert_prepared(inputs: list[LegacyInput], prepared: list, images, render: bool):
+    """The rest of :func:`convert_inputs`: each record built as soon as its picture is ready."""
     pairs: list[tuple[LegacyRecord, dict]] = []
     rejected: dict[str, int] = {}
     listed: list[dict] = []
@@ -368,7 +376,7 @@ def convert_inputs(inputs: list[LegacyInput], render: bool = True,
         try:
             if isinstance(prep, Exception):
                 raise prep
-            record, reference = _build(inp, render, images[inp.svg], prep)
+            record, reference = _build(inp, render, next(images), prep)
         except RenderError as exc:
             raise LegacyRecordError(inp.path, inp.line, "svg_file" if inp.svg_file else "svg", str(exc)) from None
         except Ineligible as exc:
