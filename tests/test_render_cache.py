@@ -286,3 +286,16 @@ def test_concurrent_writers_of_one_entry_leave_one_whole_entry(cache):
         assert pool.map(_store, [(str(path), png)] * 16) == [True] * 16
     assert render.read_entry(path) == png
     assert [p.name for p in path.parent.iterdir()] == [path.name]
+
+
+def test_iter_rasterized_yields_in_order_and_checks_arguments_eagerly(cache, monkeypatch):
+    a, b = SVGS["svg row"](), SVGS["canvas row"]()
+    stream = render.iter_rasterized([b, a, b], processes=2)
+    assert next(stream) == (_floor(b), (440, 360))
+    stream.close()  # stops the pool; the rest is not needed
+    assert list(render.iter_rasterized([a, b, a], processes=2)) == [(_floor(s), (440, 360)) for s in (a, b, a)]
+    with pytest.raises(ValueError, match=r"^processes must be a positive integer or None, got 0$"):
+        render.iter_rasterized([a], processes=0)  # before any next()
+    monkeypatch.setenv("EXBIND_RENDER_CACHE", "sometimes")
+    with pytest.raises(ValueError, match=r"^EXBIND_RENDER_CACHE='sometimes': "):
+        render.iter_rasterized([a])
