@@ -266,14 +266,16 @@ def write_entry(path: Path, png: bytes) -> bool:
             fh.write(hashlib.sha256(png).digest())
             fh.write(png)
         os.replace(tmp, path)
+        tmp = None
         return True
     except OSError:
+        return False
+    finally:  # also on Ctrl-C mid-write: no temporary file is left behind
         if tmp is not None:
             try:
                 os.unlink(tmp)
             except OSError:
                 pass
-        return False
 
 
 def rasterize_uncached(svg: str) -> tuple[bytes, tuple[int, int]]:

@@ -299,3 +299,16 @@ def test_iter_rasterized_yields_in_order_and_checks_arguments_eagerly(cache, mon
     monkeypatch.setenv("EXBIND_RENDER_CACHE", "sometimes")
     with pytest.raises(ValueError, match=r"^EXBIND_RENDER_CACHE='sometimes': "):
         render.iter_rasterized([a])
+
+
+def test_failed_store_leaves_no_temporary_file(cache, monkeypatch):
+    svg = SVGS["svg row"]()
+    path = render.cache_path(render.cache_key(svg))
+
+    def full_disk(src, dst):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(render.os, "replace", full_disk)
+    assert render.rasterize(svg) == (_floor(svg), (440, 360))
+    assert render.write_entry(path, _floor(svg)) is False
+    assert list(path.parent.iterdir()) == []
