@@ -145,7 +145,7 @@ class ReleaseRun:
         self.plans = {"broad": broad_plans(broad_seed, scale), "targeted": targeted_plans(targeted_seed, scale)}
         self.legacy, self.legacy_eligibility = [], {}
         if "legacy_bridge" in self.configs:
-            self.legacy, self.legacy_eligibility = bridge_records(legacy_path)  # TODO processes
+            self.legacy, self.legacy_eligibility = bridge_records(legacy_path, processes=self.processes)
         permutation_seeds = tuple(PERMUTATION_SEEDS)
         if seed is not None:
             derived = variant_seeds(seed)

@@ -1,5 +1,6 @@
 """Shared fixtures. Every test run uses a temporary Hugging Face cache (datasets, evaluate
-modules) and a temporary ExBind cache (MiniLM embeddings), and never reaches the network."""
+modules) and a temporary ExBind cache (``EXBIND_CACHE_DIR``: MiniLM embeddings and rendered
+PNGs, so the suite never writes to ``~/.cache/exbind``), and never reaches the network."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ os.environ["HF_DATASETS_CACHE"] = os.path.join(_HF_HOME, "datasets")
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["EXBIND_CACHE_DIR"] = tempfile.mkdtemp(prefix="exbind-tests-cache-")
 os.environ.pop("EXBIND_EMBEDDING_CACHE", None)
+os.environ.pop("EXBIND_RENDER_CACHE", None)
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))

@@ -10,7 +10,8 @@ structure and cached outputs of one real BM25 run.
 
 Modules: :mod:`generator.legacy.gallery` (SVG structure, painted pixel boxes, the shipped SVGs),
 :mod:`generator.legacy.tasks` (task derivation and seeded selection; the cached BM25 run is :mod:`predictors.legacy_cache`),
-:mod:`generator.legacy.converter` (format validation, eligibility gate, ExBind records, scores),
+:mod:`generator.legacy.reader` (format validation),
+:mod:`generator.legacy.converter` (eligibility gate, ExBind records, scores; re-exports the reader's names),
 :mod:`generator.legacy.bridge` (lead-facing API: :func:`generator.legacy.bridge.bridge_records`,
 :func:`generator.legacy.bridge.stage_profile`, :func:`generator.legacy.bridge.format_stage_profile`).
 

@@ -24,13 +24,17 @@ from generator.legacy.tasks import BRIDGE_FILE, SELECTION_FILE
 CONFIG = "legacy_bridge"
 
 
-def bridge_records(path: Optional[Union[str, Path]] = None, render: bool = True) -> tuple[list[ExBindRecord], dict]:
+def bridge_records(path: Optional[Union[str, Path]] = None, render: bool = True,
+                   processes: Optional[int] = None) -> tuple[list[ExBindRecord], dict]:
     """The legacy bridge's records.
 
     Args:
         path: a legacy JSONL file (format: :mod:`legacy`); default the shipped
             ``generator/legacy/data/bridge_records.jsonl``.
         render: rasterize each SVG into the row image (True for the release).
+        processes: processes rendering the distinct SVGs not yet in the PNG disk cache
+            (:func:`generator.render.rasterize_many`; default ``min(cpu_count, 4)``, 1 renders in
+            this process). The records are the same whatever it is.
 
     Returns:
         ``(records, gate_counts)``: eligible records in file order, each a
@@ -44,8 +48,9 @@ def bridge_records(path: Optional[Union[str, Path]] = None, render: bool = True)
 
     Raises:
         generator.legacy.converter.LegacyRecordError: a malformed line (names the line and field).
+        ValueError: ``processes`` is not a positive int or None.
     """
-    pairs, counts = convert_file(Path(path) if path is not None else BRIDGE_FILE, render=render)
+    pairs, counts = convert_file(Path(path) if path is not None else BRIDGE_FILE, render=render, processes=processes)
     if path is None and SELECTION_FILE.exists():
         counts["selection"] = json.loads(SELECTION_FILE.read_text(encoding="utf-8"))
     return [record for record, _score in pairs], counts

@@ -6,7 +6,7 @@ Two kinds of problems are told apart, and neither is ever silently dropped:
 - malformed lines (not JSON, a missing or mistyped field, an unknown task type, a gold id
   that is not among the record's candidate ids, a duplicate record id, a missing structured
   target where the task type needs one) raise :class:`LegacyRecordError`, whose message
-  names the file, the line number and the field;
+  names the file, the line number and the field (reading: :mod:`generator.legacy.reader`);
 - well-formed records that are not eligible (the eligibility gate: candidates present as
   SVG elements, a unique gold under the latent executor, gold equal to the SVG-derived
   target) are left out of the config and counted by reason in the gate counts
@@ -21,6 +21,10 @@ entities and ``directed``; a cluster element means ``"cluster:<title>"`` (``grou
 innermost cluster strictly containing it). The structured ``target`` field (node titles)
 gives the target spec; the gold is then recomputed by
 :func:`exbind_scoring.execute_target` and must equal the record's ``gold``.
+
+Pictures: :func:`convert_inputs` renders the distinct SVGs of a file in a worker pool through
+the PNG disk cache (:func:`generator.render.iter_rasterized`) while it builds the records in
+input order, so the records do not depend on the number of processes or on the cache.
 """
 
 from __future__ import annotations
@@ -29,39 +33,32 @@ import functools
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import Optional, Union
 
 from exbind_scoring import (
     LEGACY_APPLICABLE_STAGES,
     LEGACY_FAMILY,
     LEGACY_SUITE,
-    LEGACY_TASK_TYPES,
     execute_target,
     load_reference,
     score_prediction,
 )
 from generator.records import ExBindRecord
-from generator.render import rasterize
+from generator.render import iter_rasterized, rasterize
 from generator.schema import Candidate, Meaning, SurfaceCase, Target
 from generator.legacy import visibility
 from generator.legacy.gallery import SvgGraph, SvgStructureError, boxes_for, parse_svg_cached
-from generator.legacy.limits import MAX_LINE_BYTES, LimitError, check_svg_text, decode_utf8, read_confined
+from generator.legacy.reader import (  # noqa: F401 - re-exported: the converter is the format's API
+    RECORD_FIELDS,
+    LegacyInput,
+    LegacyRecordError,
+    parse_record,
+    read_legacy_jsonl,
+)
 
 CANDIDATE_TYPE = "svg_element"
 SOURCE_TYPE = "svg"
 
-RECORD_FIELDS: dict[str, type] = {
-    "id": str,
-    "source": str,
-    "task_type": str,
-    "instruction": str,
-    "candidate_ids": list,
-    "gold": dict,
-    "cached_output": str,
-    "output_provenance": dict,
-}
-"""Required fields and their JSON types; plus exactly one of ``svg`` / ``svg_file`` (strings)
-and, optionally, ``target`` (an object; required for endpoint and group tasks)."""
 
 # Eligibility gate reasons (gate counts' ``rejected`` keys).
 REASONS = (
@@ -81,21 +78,6 @@ REASONS = (
 )
 
 
-class LegacyRecordError(ValueError):
-    """A malformed legacy record; ``str(err)`` is ``"<path>:<line>: field `<field>`: <problem>"``.
-
-    Attributes:
-        path: the JSONL file (or ``"<records>"`` for in-memory lines).
-        line: 1-based line number.
-        field: the offending field (``"<line>"`` when the line is not a JSON object).
-        problem: what is wrong and how to fix it.
-    """
-
-    def __init__(self, path: str, line: int, field: str, problem: str):
-        self.path, self.line, self.field, self.problem = path, line, field, problem
-        super().__init__(f"{path}:{line}: field `{field}`: {problem}")
-
-
 class Ineligible(Exception):
     """A well-formed record fails the eligibility gate; ``args[0]`` is one of :data:`REASONS`."""
 
@@ -110,188 +92,6 @@ def _spec_of(target: Target) -> dict:
     if target.kind == "object":
         return {"node": target.entity.split(":", 1)[1]}
     return {"edge": [target.source.split(":", 1)[1], target.target.split(":", 1)[1]]}
-
-
-@dataclass
-class LegacyInput:
-    """One validated legacy record (the JSONL fields, with ``svg`` resolved to its text).
-
-    ``cached_output`` and ``output_provenance`` are None only for records being prepared
-    before a predictor has run (:mod:`generator.legacy.tasks`); records read from a file always
-    carry both.
-    """
-
-    line: int
-    id: str
-    source: str
-    task_type: str
-    instruction: str
-    svg: str
-    candidate_ids: list[str]
-    gold_id: str
-    target: Optional[dict]
-    cached_output: Optional[str]
-    output_provenance: Optional[dict]
-    svg_file: Optional[str] = None
-    path: str = "<records>"
-
-
-# --------------------------------------------------------------------------- reading
-
-
-def _type_name(t: type) -> str:
-    return {str: "a string", list: "a list", dict: "an object"}[t]
-
-
-def parse_record(obj: Any, line: int, path: str = "<records>", base_dir: Optional[Path] = None,
-                 require_output: bool = True) -> LegacyInput:
-    """Validate one decoded JSONL line (see the module docstring for the rules).
-
-    Args:
-        obj: the decoded JSON value of the line.
-        line: its 1-based line number (for messages).
-        path: the file name shown in messages.
-        base_dir: folder that ``svg_file`` paths are relative to (default: current dir).
-        require_output: False only while preparing records before a predictor ran.
-
-    Raises:
-        LegacyRecordError: naming the line and the field.
-    """
-
-    def fail(field: str, problem: str):
-        raise LegacyRecordError(path, line, field, problem)
-
-    if not isinstance(obj, dict):
-        fail("<line>", f"expected a JSON object, got {type(obj).__name__}")
-    for name, typ in RECORD_FIELDS.items():
-        if name in ("cached_output", "output_provenance") and not require_output and obj.get(name) is None:
-            continue
-        if name not in obj:
-            fail(name, f"missing (required fields: {', '.join(RECORD_FIELDS)}, and svg or svg_file)")
-        if not isinstance(obj[name], typ):
-            fail(name, f"must be {_type_name(typ)}, got {type(obj[name]).__name__}")
-    if not obj["id"].strip():
-        fail("id", "must be a non-empty string")
-    task = obj["task_type"]
-    if task not in LEGACY_TASK_TYPES:
-        fail("task_type", f"is {task!r}; expected one of {list(LEGACY_TASK_TYPES)}")
-    if not obj["instruction"].strip():
-        fail("instruction", "must be a non-empty string")
-    has_svg, has_file = "svg" in obj, "svg_file" in obj
-    if has_svg == has_file:
-        fail("svg", "give exactly one of `svg` (the SVG text) and `svg_file` (a path relative to the JSONL file)")
-    svg_file = None
-    if has_svg:
-        if not isinstance(obj["svg"], str) or not obj["svg"].strip():
-            fail("svg", "must be the SVG document text")
-        svg = obj["svg"]
-    else:
-        svg_file = obj["svg_file"]
-        if not isinstance(svg_file, str) or not svg_file:
-            fail("svg_file", "must be a path string relative to the JSONL file")
-        try:
-            svg = read_confined(base_dir or Path("."), svg_file)
-        except LimitError as exc:
-            fail("svg_file", str(exc))
-    try:
-        check_svg_text(svg)
-    except LimitError as exc:
-        fail("svg" if has_svg else "svg_file", str(exc))
-    ids = obj["candidate_ids"]
-    if not ids:
-        fail("candidate_ids", "must list at least one element id")
-    if not all(isinstance(i, str) and i for i in ids):
-        fail("candidate_ids", "must be a list of non-empty element id strings")
-    if len(set(ids)) != len(ids):
-        dup = next(i for i in ids if ids.count(i) > 1)
-        fail("candidate_ids", f"lists {dup!r} twice")
-    gold = obj["gold"]
-    if list(gold) != ["target_id"] or not isinstance(gold["target_id"], str):
-        fail("gold", 'must be {"target_id": "<element id>"}')
-    if gold["target_id"] not in ids:
-        fail("gold", f"target_id {gold['target_id']!r} is not among candidate_ids")
-    target = obj.get("target")
-    if target is not None or task in ("endpoint", "group"):
-        _check_target(target, task, fail)
-    prov = obj.get("output_provenance")
-    if prov is not None and not isinstance(prov.get("predictor"), str):
-        fail("output_provenance", "must name the predictor: {\"predictor\": \"<name>\", ...}")
-    return LegacyInput(line, obj["id"], obj["source"], task, obj["instruction"], svg, list(ids),
-                       gold["target_id"], target, obj.get("cached_output"), prov, svg_file, path)
-
-
-def _check_target(target: Any, task: str, fail) -> None:
-    """The structured target (node titles): object/group ``{"node": X}``; edge
-    ``{"edge": [A, B]}``; endpoint ``{"edge": [A, B], "endpoint": "source" | "target"}``."""
-    shapes = {
-        "object": '{"node": "<node title>"}',
-        "group": '{"node": "<node title>"}',
-        "edge": '{"edge": ["<source title>", "<target title>"]}',
-        "endpoint": '{"edge": ["<source title>", "<target title>"], "endpoint": "source" | "target"}',
-    }
-    if not isinstance(target, dict):
-        fail("target", f"a {task} task needs {shapes[task]}")
-    if task in ("object", "group"):
-        ok = set(target) == {"node"} and isinstance(target["node"], str)
-    else:
-        edge = target.get("edge")
-        ok = isinstance(edge, list) and len(edge) == 2 and all(isinstance(v, str) for v in edge)
-        ok = ok and set(target) == ({"edge", "endpoint"} if task == "endpoint" else {"edge"})
-        if task == "endpoint":
-            ok = ok and target.get("endpoint") in ("source", "target")
-    if not ok:
-        fail("target", f"must be {shapes[task]} for a {task} task, got {json.dumps(target)[:120]}")
-
-
-def read_legacy_jsonl(path: Union[str, Path]) -> list[LegacyInput]:
-    """Read and validate every line of a legacy JSONL file (blank lines are skipped).
-
-    The file itself must be a regular file; each line must be UTF-8 and at most
-    :data:`generator.legacy.limits.MAX_LINE_BYTES` bytes; ``svg`` / ``svg_file`` go through
-    :mod:`generator.legacy.limits` (confined paths, regular files, size, element and canvas limits).
-
-    Raises:
-        LegacyRecordError: at the first malformed line (bad JSON or UTF-8, missing/mistyped
-            field, unknown task type, gold not among candidates, duplicate id, an SVG over a
-            limit, ...); line 0 and field ``<file>`` when the file itself cannot be read.
-    """
-    import os
-    import stat
-
-    path = Path(path)
-    out: list[LegacyInput] = []
-    seen: dict[str, int] = {}
-    try:
-        info = os.stat(path)
-    except OSError as exc:
-        raise LegacyRecordError(str(path), 0, "<file>", f"cannot read the file ({exc.strerror or exc})") from None
-    if not stat.S_ISREG(info.st_mode):
-        raise LegacyRecordError(str(path), 0, "<file>", "is not a regular file; give a JSONL file")
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    with os.fdopen(fd, "rb") as fh:
-        for line_no, raw in enumerate(iter(lambda: fh.readline(MAX_LINE_BYTES + 1), b""), start=1):
-            if len(raw) > MAX_LINE_BYTES:
-                raise LegacyRecordError(str(path), line_no, "<line>",
-                                        f"is over the {MAX_LINE_BYTES}-byte line limit; use svg_file for large SVGs")
-            try:
-                text = decode_utf8(raw, "the line")
-            except LimitError as exc:
-                raise LegacyRecordError(str(path), line_no, "<line>", str(exc)) from None
-            if not text.strip():
-                continue
-            try:
-                obj = json.loads(text)
-            except ValueError as exc:
-                raise LegacyRecordError(str(path), line_no, "<line>", f"not valid JSON ({exc})") from None
-            rec = parse_record(obj, line_no, str(path), path.parent)
-            if rec.id in seen:
-                raise LegacyRecordError(str(path), line_no, "id", f"{rec.id!r} already used on line {seen[rec.id]}")
-            seen[rec.id] = line_no
-            out.append(rec)
-    if not out:
-        raise LegacyRecordError(str(path), 0, "<file>", "holds no legacy records; give at least one JSON line "
-                                "(format: generator/legacy/README.md)")
-    return out
 
 
 # --------------------------------------------------------------------------- meanings
@@ -441,22 +241,12 @@ def _image(svg: str) -> tuple[bytes, tuple[int, int]]:
     return rasterize(svg)
 
 
-def build_record(inp: LegacyInput, render: bool = True) -> LegacyRecord:
-    """One legacy record -> :class:`LegacyRecord` (suite ``legacy``, format ``svg``,
-    family ``legacy``, condition = task type), after the eligibility gate.
+Rendered = tuple[bytes, tuple[int, int]]
+Prepared = tuple[SvgGraph, dict[str, str], Target]
 
-    Args:
-        inp: a validated record (:func:`parse_record`).
-        render: rasterize the SVG into ``image_png`` (cached per SVG text); False leaves
-            ``image_png`` None (the reference and the scores do not depend on it).
 
-    Returns:
-        The record; ``cached_output`` = ``{"output", "predictor", "provenance"}`` (the
-        provenance as canonical JSON) when the input carries an output, else None.
-
-    Raises:
-        Ineligible: with one of :data:`REASONS`.
-    """
+def _prepare(inp: LegacyInput) -> Prepared:
+    """The gate steps that need no picture: ``(graph, entities, target)``. Raises :class:`Ineligible`."""
     try:
         graph = parse_svg_cached(inp.svg)
     except SvgStructureError:
@@ -464,10 +254,37 @@ def build_record(inp: LegacyInput, render: bool = True) -> LegacyRecord:
     entities = element_entities(graph)
     if any(cid not in entities for cid in inp.candidate_ids):
         raise Ineligible("candidate is not an svg element")
-    target = _target(inp, graph, entities)
+    return graph, entities, _target(inp, graph, entities)
+
+
+def build_record(inp: LegacyInput, render: bool = True, image: Optional[Rendered] = None) -> LegacyRecord:
+    """One legacy record -> :class:`LegacyRecord` (suite ``legacy``, format ``svg``,
+    family ``legacy``, condition = task type), after the eligibility gate.
+
+    Args:
+        inp: a validated record (:func:`parse_record`).
+        render: keep the rendered PNG as ``image_png``; False leaves ``image_png`` None (the
+            reference and the scores do not depend on it; the visibility rules still render).
+        image: ``(png, (width, height))`` of ``inp.svg`` when already rendered
+            (:func:`generator.render.rasterize_many`); None renders it here (cached per SVG text).
+
+    Returns:
+        The record; ``cached_output`` = ``{"output", "predictor", "provenance"}`` (the
+        provenance as canonical JSON) when the input carries an output, else None.
+
+    Raises:
+        Ineligible: with one of :data:`REASONS`.
+        RenderError: the SVG cannot be rendered.
+    """
+    return _build(inp, render, image, _prepare(inp))[0]
+
+
+def _build(inp: LegacyInput, render: bool, image: Optional[Rendered], prepared: Prepared) -> tuple[LegacyRecord, str]:
+    """:func:`build_record` from the prepared gate steps; also returns the record's reference JSON."""
+    graph, entities, target = prepared
     try:
         boxes, size = boxes_for(inp.svg)
-        png, png_size = _image(inp.svg)
+        png, png_size = image if image is not None else _image(inp.svg)
     except Exception as exc:  # noqa: BLE001 - cairosvg/PIL raise many types on hostile SVGs
         raise RenderError(f"cannot be rendered ({type(exc).__name__}: {str(exc)[:200]})") from None
     if tuple(png_size) != tuple(size):
@@ -496,15 +313,15 @@ def build_record(inp: LegacyInput, render: bool = True) -> LegacyRecord:
     record = LegacyRecord(case=case, latent_id=inp.id, suite=LEGACY_SUITE, condition=inp.task_type,
                           image_png=png, cached_output=cached,
                           applicable_stages=LEGACY_APPLICABLE_STAGES[inp.task_type])
-    ref = load_reference(record.reference_json())
-    hits = execute_target(ref)
+    reference = record.reference_json()
+    hits = execute_target(load_reference(reference))
     if not hits:
         raise Ineligible("target not among candidates")
     if len(hits) > 1:
         raise Ineligible("gold not unique")
     if hits[0] != {"target_id": inp.gold_id} or record.gold() != {"target_id": inp.gold_id}:
         raise Ineligible("gold differs from the svg-derived target")
-    return record
+    return record, reference
 
 
 def score_cached(record: ExBindRecord) -> dict:
@@ -512,21 +329,54 @@ def score_cached(record: ExBindRecord) -> dict:
     return score_prediction(record.cached_output["output"], record.reference_json())
 
 
-def convert_inputs(inputs: list[LegacyInput], render: bool = True) -> tuple[list[tuple[LegacyRecord, dict]], dict]:
+def convert_inputs(inputs: list[LegacyInput], render: bool = True,
+                   processes: Optional[int] = None) -> tuple[list[tuple[LegacyRecord, dict]], dict]:
     """Convert validated inputs; ineligible ones are counted, never silently dropped.
+
+    The SVGs of the records that pass the picture-free gate steps are rendered, the distinct
+    ones in a worker pool (:func:`generator.render.iter_rasterized`, through the PNG disk
+    cache), while this process builds the records in input order as their pictures arrive, so
+    the result does not depend on ``processes``.
+
+    Args:
+        inputs: validated records (:func:`parse_record`, :func:`read_legacy_jsonl`).
+        render: keep each PNG as the row image (True for the release).
+        processes: rendering processes (default ``min(cpu_count, 4)``; 1 renders in this process).
 
     Returns:
         ``(pairs, gate_counts)``: ``pairs`` = ``[(record, score)]`` of the eligible records
         in input order (``score`` from :func:`score_cached`, None when the input has no
         cached output); ``gate_counts`` = ``{"attempted": n, "eligible": k, "rejected":
         {reason: count}, "rejected_records": [{"line", "id", "reason"}]}``.
+
+    Raises:
+        LegacyRecordError: an SVG that cannot be rendered (names the line and the field).
+        ValueError: ``processes`` is not a positive int or None.
     """
+    prepared: list = []
+    for inp in inputs:
+        try:
+            prepared.append(_prepare(inp))
+        except Exception as exc:  # noqa: BLE001 - raised again below, in input order
+            prepared.append(exc)
+    svgs = [inp.svg for inp, prep in zip(inputs, prepared) if not isinstance(prep, Exception)]
+    images = iter_rasterized(svgs, processes, skip_errors=True)
+    try:
+        return _convert_prepared(inputs, prepared, images, render)
+    finally:
+        images.close()
+
+
+def _convert_prepared(inputs: list[LegacyInput], prepared: list, images, render: bool):
+    """The rest of :func:`convert_inputs`: each record built as soon as its picture is ready."""
     pairs: list[tuple[LegacyRecord, dict]] = []
     rejected: dict[str, int] = {}
     listed: list[dict] = []
-    for inp in inputs:
+    for inp, prep in zip(inputs, prepared):
         try:
-            record = build_record(inp, render=render)
+            if isinstance(prep, Exception):
+                raise prep
+            record, reference = _build(inp, render, next(images), prep)
         except RenderError as exc:
             raise LegacyRecordError(inp.path, inp.line, "svg_file" if inp.svg_file else "svg", str(exc)) from None
         except Ineligible as exc:
@@ -534,16 +384,19 @@ def convert_inputs(inputs: list[LegacyInput], render: bool = True) -> tuple[list
             rejected[reason] = rejected.get(reason, 0) + 1
             listed.append({"line": inp.line, "id": inp.id, "reason": reason})
             continue
-        pairs.append((record, score_cached(record) if record.cached_output is not None else None))
+        cached = record.cached_output
+        pairs.append((record, score_prediction(cached["output"], reference) if cached is not None else None))
     counts = {"attempted": len(inputs), "eligible": len(pairs), "rejected": dict(sorted(rejected.items())),
               "rejected_records": listed}
     return pairs, counts
 
 
-def convert_file(path: Union[str, Path], render: bool = True) -> tuple[list[tuple[LegacyRecord, dict]], dict]:
-    """Read a legacy JSONL file (:func:`read_legacy_jsonl`) and convert it (:func:`convert_inputs`).
+def convert_file(path: Union[str, Path], render: bool = True,
+                 processes: Optional[int] = None) -> tuple[list[tuple[LegacyRecord, dict]], dict]:
+    """Read a legacy JSONL file (:func:`read_legacy_jsonl`) and convert it (:func:`convert_inputs`,
+    rendering in ``processes`` worker processes).
 
     Raises:
         LegacyRecordError: a malformed line (names the line and the field).
     """
-    return convert_inputs(read_legacy_jsonl(path), render=render)
+    return convert_inputs(read_legacy_jsonl(path), render=render, processes=processes)

@@ -158,6 +158,8 @@ def _pixels(png: bytes):
     from PIL import Image
 
     with Image.open(io.BytesIO(png)) as im:
+        if im.mode in ("RGB", "RGBA"):  # cairo's modes; dropping alpha is what convert("RGB") does, minus a copy
+            return np.asarray(im)[..., :3]
         return np.asarray(im.convert("RGB"))
 
 
