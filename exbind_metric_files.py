@@ -18,7 +18,6 @@ import re
 from pathlib import Path
 from typing import Optional, Union
 
-from evaluate.loading import get_imports
 
 METRIC_SCRIPT = "exbind_metric.py"
 ROOT = Path(__file__).resolve().parent
@@ -54,6 +53,8 @@ def metric_files(name: str = "exbind_metric", root: Optional[Union[str, Path]] =
     script = root / METRIC_SCRIPT
     if not script.is_file():
         raise FileNotFoundError(f"{script}: the metric script is missing")
+    from evaluate.loading import get_imports  # here, not at import: `evaluate` pulls in transformers (seconds)
+
     siblings = [imp[1] for imp in get_imports(str(script)) if imp[0] == "internal"]
     files = {f"{name}.py": script}
     for module in siblings:

@@ -196,10 +196,21 @@ def imap_ordered(fn, items: list, processes: Optional[int] = None, chunksize: in
     if processes <= 1 or len(items) <= 1:
         yield from map(fn, items)
         return
+    with worker_pool(processes) as pool:
+        yield from imap_windows(pool, fn, items, processes, chunksize)
+
+
+def worker_pool(processes: int):
+    """A fork pool of ``processes`` workers that ignore Ctrl-C (the parent stops the pool)."""
+    return get_context("fork").Pool(processes, initializer=_ignore_sigint)
+
+
+def imap_windows(pool, fn, items: list, processes: int, chunksize: int = 8):
+    """``pool.imap(fn, items)`` in order, submitted in windows of ``16 * processes * chunksize``
+    items so results never pile up faster than the caller consumes them."""
     window = 16 * processes * chunksize
-    with get_context("fork").Pool(processes, initializer=_ignore_sigint) as pool:
-        for lo in range(0, len(items), window):
-            yield from pool.imap(fn, items[lo:lo + window], chunksize=chunksize)
+    for lo in range(0, len(items), window):
+        yield from pool.imap(fn, items[lo:lo + window], chunksize=chunksize)
 
 
 def generate_all(plans: list[LatentPlan], processes: Optional[int] = None, progress=None) -> list[GeneratedLatent]:

@@ -17,6 +17,7 @@ to a single-process build.
 from __future__ import annotations
 
 import hashlib
+import threading
 from dataclasses import dataclass
 from functools import partial
 from typing import Iterable, Iterator, Optional
@@ -25,10 +26,12 @@ from composition.plans import (BROAD_PER_FAMILY, BROAD_SEED, CASES_PER_TARGETED_
                                MAX_ATTEMPTS, PERMUTATION_SEEDS, TABLE_CONDITIONS, TARGETED_SEED, GeneratedLatent,
                                LatentPlan, _legacy_unit, broad_plans, case_rng, column_metadata_record,
                                config_records, default_processes, generate_all, generate_latent, generate_unit,
-                               imap_ordered, permuted_records, targeted_plans)
+                               imap_ordered, imap_windows, permuted_records, targeted_plans, worker_pool)
 from composition.summary import (MAX_DEPTH_MEDIAN_RATIO, MIN_SKELETONS_PER_DEPTH, ReleaseSummary,  # noqa: F401
                                  hierarchy_depth_balance)
 from generator.legacy.bridge import bridge_records
+from generator.legacy.converter import read_legacy_jsonl
+from generator.legacy.tasks import BRIDGE_FILE
 from generator.records import GENERATOR_VERSION, ExBindRecord
 
 # Configs in export order (the controls come from targeted_table).
@@ -144,8 +147,9 @@ class ReleaseRun:
         self.processes, self.progress, self.scale = default_processes(processes), progress, scale
         self.plans = {"broad": broad_plans(broad_seed, scale), "targeted": targeted_plans(targeted_seed, scale)}
         self.legacy, self.legacy_eligibility = [], {}
-        if "legacy_bridge" in self.configs:
-            self.legacy, self.legacy_eligibility = bridge_records(legacy_path, processes=self.processes)
+        self.legacy_path = legacy_path
+        if "legacy_bridge" in self.configs:  # a malformed or hostile file is refused before any generation
+            self.legacy_inputs = read_legacy_jsonl(legacy_path if legacy_path is not None else BRIDGE_FILE)
         permutation_seeds = tuple(PERMUTATION_SEEDS)
         if seed is not None:
             derived = variant_seeds(seed)
@@ -178,8 +182,8 @@ class ReleaseRun:
         return out + [p for p in self.plans["targeted"] if f"targeted_{p.family}" in wanted]
 
     def total(self) -> int:
-        """Progress units: latents plus legacy records."""
-        return len(self.planned()) + len(self.legacy)
+        """Progress units: latents plus legacy records (an upper bound: ineligible ones are dropped)."""
+        return len(self.planned()) + (len(self.legacy_inputs) if "legacy_bridge" in self.configs else 0)
 
     def records(self) -> Iterator[tuple[str, ExBindRecord]]:
         """``(config, record)`` for every row of every built config, in release order within
@@ -191,25 +195,69 @@ class ReleaseRun:
         """
         summary = ReleaseSummary(self.configs)
         unit = partial(generate_unit, permutation_seeds=self.permutation_seeds)
-        for g in imap_ordered(unit, self.planned(), self.processes):
-            summary.add_latent(g)
-            for config, check in g.visible.items():
-                if config in self.configs:
-                    summary.add_visible(config, check)
-            for config, rec in config_records(g):
-                if config in self.configs:
-                    yield config, rec
-            if self.progress is not None:
-                self.progress.update(1)
-        for rec, check in imap_ordered(_legacy_unit, self.legacy, self.processes, chunksize=10):
-            summary.add_visible("legacy_bridge", check)
-            yield "legacy_bridge", rec
-            if self.progress is not None:
-                self.progress.update(1)
+        plans = self.planned()
+        pool = worker_pool(self.processes) if self.processes > 1 else None
+        try:
+            legacy = self._start_legacy(pool)
+            latents = imap_windows(pool, unit, plans, self.processes) if pool is not None else map(unit, plans)
+            for g in latents:
+                summary.add_latent(g)
+                for config, check in g.visible.items():
+                    if config in self.configs:
+                        summary.add_visible(config, check)
+                for config, rec in config_records(g):
+                    if config in self.configs:
+                        yield config, rec
+                self._tick()
+            units, self.legacy_eligibility = legacy()
+            self.legacy = [rec for rec, _ in units]
+            for rec, check in units:
+                summary.add_visible("legacy_bridge", check)
+                yield "legacy_bridge", rec
+                self._tick()
+        finally:
+            if pool is not None:
+                pool.terminate()
         self.gate_tables, self.suite_checks, failures = summary.finish()
         self.latent_counts = {suite: len(hashes) for suite, hashes in summary.latent_hashes.items()}
         if failures:
             raise SuiteCheckError(failures, self.suite_checks)
+
+    def _tick(self) -> None:
+        if self.progress is not None:
+            self.progress.update(1)
+
+    def _start_legacy(self, pool):
+        """Convert the legacy records while the pool generates latents: a daemon thread of this
+        process builds them, rendering through ``pool``, then has the pool serialize each row and
+        run the visible oracle on it (:func:`composition.plans._legacy_unit`). Returns a
+        function that waits for ``([(record, visible check)], eligibility)`` and raises what
+        the conversion raised. The legacy config is fixed in size (not scaled), so holding it is bounded."""
+        if "legacy_bridge" not in self.configs:
+            return lambda: ([], {})
+        if pool is None:
+            records, eligibility = bridge_records(self.legacy_path, processes=1)
+            units = [_legacy_unit(rec) for rec in records]
+            return lambda: (units, eligibility)
+        box: dict = {}
+
+        def convert():
+            try:
+                records, eligibility = bridge_records(self.legacy_path, pool=pool)
+                box["result"] = (list(pool.imap(_legacy_unit, records, chunksize=10)), eligibility)
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller below
+                box["error"] = exc
+
+        thread = threading.Thread(target=convert, name="exbind-legacy", daemon=True)
+        thread.start()
+
+        def wait():
+            thread.join()
+            if "error" in box:
+                raise box["error"]
+            return box["result"]
+
+        return wait
 
 
 @dataclass

@@ -332,12 +332,15 @@ def _job(svg: str, use_cache: bool):
     return ("ok", png, size)
 
 
-def iter_rasterized(svgs: list[str], processes: Optional[int] = None,
-                    skip_errors: bool = False) -> Iterator[Optional[tuple[bytes, tuple[int, int]]]]:
+def iter_rasterized(svgs: list[str], processes: Optional[int] = None, skip_errors: bool = False,
+                    pool=None) -> Iterator[Optional[tuple[bytes, tuple[int, int]]]]:
     """:func:`rasterize_many`, lazily: yields each document's result, in the order of ``svgs``,
     as soon as it is ready, so a caller can use the first pictures while workers render the
     next ones. Close the iterator (or exhaust it) to stop the pool; the arguments, the cache
-    switch and the cache entries are checked before it is returned."""
+    switch and the cache entries are checked before it is returned.
+
+    ``pool``: a running ``multiprocessing`` pool to render in (the release build shares its
+    generation pool, so legacy pictures render between generated latents); it is left open."""
     if processes is not None and (isinstance(processes, bool) or not isinstance(processes, int) or processes < 1):
         raise ValueError(f"processes must be a positive integer or None, got {processes!r}")
     use_cache = cache_enabled()
@@ -350,15 +353,19 @@ def iter_rasterized(svgs: list[str], processes: Optional[int] = None,
         else:
             missing.append(svg)
     workers = min(processes or min(os.cpu_count() or 1, 4), len(missing))
+    if pool is not None and missing:  # submitted now: the shared pool starts on them at once
+        return _stream(svgs, results, missing, 0, use_cache, skip_errors,
+                       pool.imap(functools.partial(_job, use_cache=use_cache), missing))
     return _stream(svgs, results, missing, workers, use_cache, skip_errors)
 
 
-def _stream(svgs, results: dict, missing: list[str], workers: int, use_cache: bool, skip_errors: bool):
+def _stream(svgs, results: dict, missing: list[str], workers: int, use_cache: bool, skip_errors: bool,
+            rendered=None):
     pool = None
-    if workers > 1:
+    if rendered is None and workers > 1:
         pool = ProcessPoolExecutor(workers, mp_context=get_context("fork"), initializer=_ignore_sigint)
         rendered = pool.map(_job, missing, [use_cache] * len(missing))
-    else:
+    elif rendered is None:
         rendered = (_job(svg, use_cache) for svg in missing)
     try:
         for i, svg in enumerate(svgs):

@@ -25,7 +25,7 @@ CONFIG = "legacy_bridge"
 
 
 def bridge_records(path: Optional[Union[str, Path]] = None, render: bool = True,
-                   processes: Optional[int] = None) -> tuple[list[ExBindRecord], dict]:
+                   processes: Optional[int] = None, pool=None) -> tuple[list[ExBindRecord], dict]:
     """The legacy bridge's records.
 
     Args:
@@ -35,6 +35,7 @@ def bridge_records(path: Optional[Union[str, Path]] = None, render: bool = True,
         processes: processes rendering the distinct SVGs not yet in the PNG disk cache
             (:func:`generator.render.rasterize_many`; default ``min(cpu_count, 4)``, 1 renders in
             this process). The records are the same whatever it is.
+        pool: a running ``multiprocessing`` pool to render in instead (the release build's; left open).
 
     Returns:
         ``(records, gate_counts)``: eligible records in file order, each a
@@ -50,7 +51,8 @@ def bridge_records(path: Optional[Union[str, Path]] = None, render: bool = True,
         generator.legacy.converter.LegacyRecordError: a malformed line (names the line and field).
         ValueError: ``processes`` is not a positive int or None.
     """
-    pairs, counts = convert_file(Path(path) if path is not None else BRIDGE_FILE, render=render, processes=processes)
+    pairs, counts = convert_file(Path(path) if path is not None else BRIDGE_FILE, render=render, processes=processes,
+                                 pool=pool)
     if path is None and SELECTION_FILE.exists():
         counts["selection"] = json.loads(SELECTION_FILE.read_text(encoding="utf-8"))
     return [record for record, _score in pairs], counts

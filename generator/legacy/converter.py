@@ -329,8 +329,8 @@ def score_cached(record: ExBindRecord) -> dict:
     return score_prediction(record.cached_output["output"], record.reference_json())
 
 
-def convert_inputs(inputs: list[LegacyInput], render: bool = True,
-                   processes: Optional[int] = None) -> tuple[list[tuple[LegacyRecord, dict]], dict]:
+def convert_inputs(inputs: list[LegacyInput], render: bool = True, processes: Optional[int] = None,
+                   pool=None) -> tuple[list[tuple[LegacyRecord, dict]], dict]:
     """Convert validated inputs; ineligible ones are counted, never silently dropped.
 
     The SVGs of the records that pass the picture-free gate steps are rendered, the distinct
@@ -342,6 +342,7 @@ def convert_inputs(inputs: list[LegacyInput], render: bool = True,
         inputs: validated records (:func:`parse_record`, :func:`read_legacy_jsonl`).
         render: keep each PNG as the row image (True for the release).
         processes: rendering processes (default ``min(cpu_count, 4)``; 1 renders in this process).
+        pool: a running ``multiprocessing`` pool to render in instead (left open).
 
     Returns:
         ``(pairs, gate_counts)``: ``pairs`` = ``[(record, score)]`` of the eligible records
@@ -360,7 +361,7 @@ def convert_inputs(inputs: list[LegacyInput], render: bool = True,
         except Exception as exc:  # noqa: BLE001 - raised again below, in input order
             prepared.append(exc)
     svgs = [inp.svg for inp, prep in zip(inputs, prepared) if not isinstance(prep, Exception)]
-    images = iter_rasterized(svgs, processes, skip_errors=True)
+    images = iter_rasterized(svgs, processes, skip_errors=True, pool=pool)
     try:
         return _convert_prepared(inputs, prepared, images, render)
     finally:
@@ -391,12 +392,12 @@ def _convert_prepared(inputs: list[LegacyInput], prepared: list, images, render:
     return pairs, counts
 
 
-def convert_file(path: Union[str, Path], render: bool = True,
-                 processes: Optional[int] = None) -> tuple[list[tuple[LegacyRecord, dict]], dict]:
+def convert_file(path: Union[str, Path], render: bool = True, processes: Optional[int] = None,
+                 pool=None) -> tuple[list[tuple[LegacyRecord, dict]], dict]:
     """Read a legacy JSONL file (:func:`read_legacy_jsonl`) and convert it (:func:`convert_inputs`,
     rendering in ``processes`` worker processes).
 
     Raises:
         LegacyRecordError: a malformed line (names the line and the field).
     """
-    return convert_inputs(read_legacy_jsonl(path), render=render, processes=processes)
+    return convert_inputs(read_legacy_jsonl(path), render=render, processes=processes, pool=pool)
