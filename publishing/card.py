@@ -485,20 +485,32 @@ def parquet_problems(path: Path, features: Optional[datasets.Features] = None,
 # --------------------------------------------------------------------------- checks: export
 
 
-def load_problems(export_dir: Path, configs: Iterable[str], infos: DatasetInfosDict) -> list[str]:
+FULL_LOAD_MAX_ROWS = 5_000  # larger configs are checked by streaming (bounded memory)
+
+
+def load_problems(export_dir: Path, configs: Iterable[str], infos: DatasetInfosDict,
+                  rows: Optional[dict] = None) -> list[str]:
     """Load every config with ``datasets.load_dataset`` in a fresh cache directory.
 
-    Each must load, and give the features and ``test`` row count the card declares.
+    Each must load, and give the features and ``test`` row count the card declares. A
+    config of more than :data:`FULL_LOAD_MAX_ROWS` rows (``rows``: its Parquet row count)
+    is loaded with ``streaming=True`` instead, so the check's memory does not grow with a
+    sized build: its features are compared, its first row read, and its row count is the
+    Parquet files' (what a full load would count).
     """
     out = []
+    rows = rows or {}
     was_disabled = datasets.are_progress_bars_disabled()
     datasets.disable_progress_bars()
     try:
         with tempfile.TemporaryDirectory(prefix="exbind-card-check-") as cache:
             for config in configs:
+                streaming = rows.get(config, 0) > FULL_LOAD_MAX_ROWS
                 try:
-                    ds = datasets.load_dataset(str(export_dir), config, split="test",
+                    ds = datasets.load_dataset(str(export_dir), config, split="test", streaming=streaming,
                                                cache_dir=os.path.join(cache, config))
+                    if streaming:
+                        next(iter(ds))
                 except Exception as exc:  # noqa: BLE001 - report, do not crash the check
                     out.append(f"load_dataset(export, {config!r}) failed: {type(exc).__name__}: {exc}")
                     continue
@@ -508,8 +520,9 @@ def load_problems(export_dir: Path, configs: Iterable[str], infos: DatasetInfosD
                 if ds.features != info.features:
                     out.append(f"load_dataset(export, {config!r}) gives other features than the card declares")
                 declared_rows = info.splits["test"].num_examples if info.splits and "test" in info.splits else None
-                if declared_rows is not None and ds.num_rows != declared_rows:
-                    out.append(f"load_dataset(export, {config!r}) gives {ds.num_rows} rows; "
+                n = rows[config] if streaming else ds.num_rows
+                if declared_rows is not None and n != declared_rows:
+                    out.append(f"load_dataset(export, {config!r}) gives {n} rows; "
                                f"the card declares {declared_rows}")
     finally:
         if not was_disabled:
@@ -547,6 +560,7 @@ def check_export(export_dir: Path, configs: Iterable[str], load: bool = True) ->
         infos = DatasetInfosDict.from_dataset_card_data(data)
     except Exception:  # noqa: BLE001 - already reported by card_problems
         return out
+    rows: dict = {}
     for config in configs:
         if config not in parsed:
             continue
@@ -555,8 +569,9 @@ def check_export(export_dir: Path, configs: Iterable[str], load: bool = True) ->
             for p in _as_list(entry.get("path") if isinstance(entry, dict) else entry):
                 if (export_dir / p).is_file():
                     out += parquet_problems(export_dir / p, info.features if info else None)
+                    rows[config] = rows.get(config, 0) + pq.ParquetFile(export_dir / p).metadata.num_rows
     if load and not out:
-        out += load_problems(export_dir, configs, infos)
+        out += load_problems(export_dir, configs, infos, rows)
     return out
 
 

@@ -94,6 +94,31 @@ def render_floor() -> tuple[float, int]:
     return time.perf_counter() - t0, len(svgs)
 
 
+def gate_table_scaling(sizes=(4_000, 16_000)) -> None:
+    """``gate_table`` time per case below and above the parsed-reference cache (8,192 entries):
+    one pass over distinct references should cost the same per case at any size."""
+    from composition.release import build_release
+    from generator.gates import gate_table
+
+    rel = build_release(processes=2, configs=["broad", "targeted_table", "targeted_hierarchy"])
+    base = [(r.reference_json(), r.case.instruction) for c in ("broad", "targeted_table", "targeted_hierarchy")
+            for r in rel.configs[c]]
+    per_case = {}
+    for n in sizes:
+        refs, instrs = [], []
+        for k in range(n):  # distinct strings (a case id suffix), so every one is parsed
+            ref, instr = base[k % len(base)]
+            case_id = json.loads(ref)["case_id"]
+            refs.append(ref.replace(f'"case_id":"{case_id}"', f'"case_id":"{case_id}#{k}"', 1))
+            instrs.append(instr)
+        t0 = time.perf_counter()
+        gate_table(refs, instrs, {"attempted": n, "accepted": n, "rejected": {}})
+        per_case[n] = (time.perf_counter() - t0) / n
+    small, large = sizes
+    print(f"gate_table per case: {1000 * per_case[small]:.3f} ms at {small} cases, {1000 * per_case[large]:.3f} ms "
+          f"at {large} (ratio {per_case[large] / per_case[small]:.2f}; linear = 1)")
+
+
 def report_release_builds(rows: list) -> None:
     """Print the default-release builds next to the rendering floor."""
     floor, n_svgs = render_floor()
@@ -123,6 +148,7 @@ def main() -> None:
                 rows.append((processes, state, run_build(tmp / f"out-{processes}-{state}", processes, cache=cache)))
         if rows:
             report_release_builds(rows)
+            gate_table_scaling()
         if args.sized_scale:
             small = run_build(tmp / "text-small", 2, scale=2, configs=TEXT_CONFIGS.split(","))
             large = run_build(tmp / "text-large", 2, scale=args.sized_scale, configs=TEXT_CONFIGS.split(","))

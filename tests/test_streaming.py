@@ -103,3 +103,19 @@ def test_build_refuses_an_unknown_config_in_one_line(tmp_path, capsys):
 def test_canonical_records_hash_is_the_rows_hash_the_writer_keeps():
     rows = [rec.to_row() for rec in release().configs["targeted_table"]]
     assert canonical_records_hash(rows) == DEFAULT_RECORDS_SHA256["targeted_table"]
+
+
+def test_large_configs_are_load_checked_by_streaming(export_dir, tmp_path, monkeypatch):
+    import shutil
+
+    import publishing.card as card
+
+    out = tmp_path / "exbind"
+    shutil.copytree(export_dir, out)
+    monkeypatch.setattr(card, "FULL_LOAD_MAX_ROWS", 300)  # targeted_table_permuted (360 rows) streams
+    assert card.check_export(out, CONFIGS) == []
+    readme = (out / "README.md").read_text()
+    start = readme.index("- config_name: targeted_table_permuted\n", readme.index("dataset_info:"))
+    (out / "README.md").write_text(readme[:start] + readme[start:].replace("num_examples: 360", "num_examples: 361", 1))
+    assert card.check_export(out, CONFIGS) == [
+        "load_dataset(export, 'targeted_table_permuted') gives 360 rows; the card declares 361"]
