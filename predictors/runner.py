@@ -331,9 +331,12 @@ def load_rows(export_dir: Path, config: str, cache_dir: Optional[str] = None):
     """
     import datasets
 
+    from publishing.export import not_an_export
+
     export_dir = Path(export_dir)
-    if not (export_dir / "README.md").is_file():
-        raise RunnerError(f"{export_dir}: not an ExBind export (build one with `exbind build --out {export_dir}` (or `python exbind.py build --out {export_dir}` in the repository))")
+    problem = not_an_export(export_dir)
+    if problem:
+        raise RunnerError(problem)
     was_disabled = datasets.are_progress_bars_disabled()
     datasets.disable_progress_bars()
     try:

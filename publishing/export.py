@@ -251,6 +251,17 @@ def _write_export(tmp: Path, out_dir: Path, get_release: Callable[[], ReleaseSou
     return manifest
 
 
+def not_an_export(export_dir: os.PathLike | str) -> Optional[str]:
+    """The one-line reason ``export_dir`` is not an ExBind export (no card ``README.md`` or no
+    manifest), naming the command that builds one; None when both are there."""
+    export_dir = Path(export_dir)
+    missing = [name for name in ("README.md", MANIFEST_NAME) if not (export_dir / name).is_file()]
+    if not missing:
+        return None
+    return (f"{export_dir}: not an ExBind export (no {' or '.join(missing)}; build one with "
+            f"`exbind build --out {export_dir}` (or `python exbind.py build --out {export_dir}` in the repository))")
+
+
 class ExportIntegrityError(ValueError):
     """An export folder that must not be read: no manifest, or files that differ from it."""
 
@@ -280,8 +291,7 @@ def verify_export(export_dir: os.PathLike | str, configs: Optional[Iterable[str]
     rebuild = f"rebuild it with `python exbind.py build --out {export_dir}`"
     path = export_dir / MANIFEST_NAME
     if not path.is_file():
-        raise ExportIntegrityError(f"{export_dir}: not an ExBind export (no {MANIFEST_NAME}; "
-                                   f"build one with `exbind build --out {export_dir}` (or `python exbind.py build --out {export_dir}` in the repository))")
+        raise ExportIntegrityError(not_an_export(export_dir))
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
         files = manifest["files"]

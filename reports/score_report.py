@@ -49,6 +49,7 @@ import datasets
 
 from exbind_aggregate import aggregate, group_variants, paired_comparison, wilson_interval
 from exbind_scoring import CANONICAL_DIMENSION, CANONICAL_DIMENSIONS, REFERENCE_SCHEMA, score_prediction
+from publishing.export import not_an_export
 from publishing.prediction_identity import (IDENTITY_FIELDS, PredictionIdentityError, check_prediction_identity,
                                            records_hash)
 from predictors.io import per_case_row
@@ -171,8 +172,9 @@ def load_config(export_dir: Path, config: str, cache_dir: Optional[str] = None) 
         ScoreInputError: when the folder is not an export or has no such config.
     """
     export_dir = Path(export_dir)
-    if not (export_dir / "README.md").is_file():
-        raise ScoreInputError(f"{export_dir}: not an ExBind export (build one with `exbind build --out {export_dir}` (or `python exbind.py build --out {export_dir}` in the repository))")
+    problem = not_an_export(export_dir)
+    if problem:
+        raise ScoreInputError(problem)
     was_disabled = datasets.are_progress_bars_disabled()
     datasets.disable_progress_bars()
     try:
