@@ -56,8 +56,10 @@ class Timed(ReleaseRun):
 t0 = time.perf_counter()
 export_release({out!r}, lambda: Timed(processes={processes}, scale={scale}, configs={configs}), show_progress=False)
 t1 = time.perf_counter()
+# VmHWM, not ru_maxrss: ru_maxrss survives fork + exec, so it would count the benchmark's own memory
+hwm_kib = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:"))
 print(json.dumps({{"total_s": t1 - t0, "rows": marks["rows"], "stream_s": marks["last"] - marks["first"],
-                  "main_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                  "main_mib": hwm_kib / 1024,
                   "worker_mib": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}}))
 """
 
