@@ -17,7 +17,6 @@ to a single-process build.
 from __future__ import annotations
 
 import hashlib
-import threading
 from dataclasses import dataclass
 from functools import partial
 from typing import Iterable, Iterator, Optional
@@ -33,6 +32,7 @@ from generator.legacy.bridge import bridge_records
 from generator.legacy.converter import read_legacy_jsonl
 from generator.legacy.tasks import BRIDGE_FILE
 from generator.records import GENERATOR_VERSION, ExBindRecord
+from generator.render import cache_enabled, rasterize
 
 # Configs in export order (the controls come from targeted_table).
 CONFIGS = ("broad", "paired", "targeted_table", "targeted_hierarchy", "targeted_table_permuted",
@@ -228,36 +228,41 @@ class ReleaseRun:
             self.progress.update(1)
 
     def _start_legacy(self, pool):
-        """Convert the legacy records while the pool generates latents: a daemon thread of this
-        process builds them, rendering through ``pool``, then has the pool serialize each row and
-        run the visible oracle on it (:func:`composition.plans._legacy_unit`). Returns a
-        function that waits for ``([(record, visible check)], eligibility)`` and raises what
-        the conversion raised. The legacy config is fixed in size (not scaled), so holding it is bounded."""
+        """Start converting the legacy records: in a pool worker (rendering there, serially,
+        through the PNG cache) while the other workers generate latents, or here without a
+        pool. Returns a function that waits for ``([(record, visible check)], eligibility)``,
+        the rows serialized and checked by the visible oracle in the pool
+        (:func:`composition.plans._legacy_unit`), and raises what the conversion raised. The
+        legacy config is fixed in size (not scaled), so holding it is bounded."""
         if "legacy_bridge" not in self.configs:
             return lambda: ([], {})
         if pool is None:
             records, eligibility = bridge_records(self.legacy_path, processes=1)
             units = [_legacy_unit(rec) for rec in records]
             return lambda: (units, eligibility)
-        box: dict = {}
-
-        def convert():
-            try:
-                records, eligibility = bridge_records(self.legacy_path, pool=pool)
-                box["result"] = (list(pool.imap(_legacy_unit, records, chunksize=10)), eligibility)
-            except BaseException as exc:  # noqa: BLE001 - handed to the caller below
-                box["error"] = exc
-
-        thread = threading.Thread(target=convert, name="exbind-legacy", daemon=True)
-        thread.start()
+        if cache_enabled():  # the legacy pictures render on every worker first; the conversion reads them cached
+            pool.map_async(_render_into_cache, list(dict.fromkeys(inp.svg for inp in self.legacy_inputs)), chunksize=1)
+        pending = pool.apply_async(_convert_legacy, (self.legacy_path,))  # queued before any latent
 
         def wait():
-            thread.join()
-            if "error" in box:
-                raise box["error"]
-            return box["result"]
+            records, eligibility = pending.get()
+            return list(pool.imap(_legacy_unit, records, chunksize=10)), eligibility
 
         return wait
+
+
+def _render_into_cache(svg: str) -> None:
+    """Pool task: rasterize one SVG into the PNG disk cache (:func:`generator.render.rasterize`);
+    a document that cannot be rendered is left to the conversion, which reports it."""
+    try:
+        rasterize(svg)
+    except Exception:  # noqa: BLE001 - the conversion renders it again and names the line
+        pass
+
+
+def _convert_legacy(path: Optional[str]):
+    """Pool task: the legacy bridge's records and eligibility (:func:`generator.legacy.bridge.bridge_records`)."""
+    return bridge_records(path, processes=1)
 
 
 @dataclass

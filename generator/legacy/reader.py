@@ -45,6 +45,9 @@ class LegacyRecordError(ValueError):
         self.path, self.line, self.field, self.problem = path, line, field, problem
         super().__init__(f"{path}:{line}: field `{field}`: {problem}")
 
+    def __reduce__(self):  # picklable, so a pool worker's refusal reaches the parent intact
+        return type(self), (self.path, self.line, self.field, self.problem)
+
 
 
 @dataclass
