@@ -8,7 +8,8 @@ rate is None, never NaN, and n = 0 never raises.
 (signatures; a release has a few hundred) in C-level passes over the records
 (:func:`_signatures`: :func:`_by_key` for scored records, :func:`_signatures_each` for
 any others), derives every counter from those counts, and computes each Wilson interval
-once at the end (issue 13 item 2). The paired comparison lives in ``exbind_paired`` (re-exported).
+once at the end (issue 13 item 2). The paired comparison lives in ``exbind_paired``
+(re-exported).
 """
 
 from __future__ import annotations
@@ -298,7 +299,10 @@ def _by_key(records: list[dict]):
         firsts = list(map(first.setdefault, keys, map(_REST, records)))
     except (KeyError, TypeError):
         return None
-    if not all(map(eq, map(_REST, records), firsts)):
+    try:
+        if not all(map(eq, map(_REST, records), firsts)):
+            return None
+    except (TypeError, ValueError):  # a value whose == raises (an array): the caller's error
         return None
     n_of = Counter(map(id, firsts))
     counts: Counter = Counter()

@@ -4,7 +4,8 @@ Usage (from the repository root)::
 
     python scripts/benchmark_scoring.py                    # every row below
     python scripts/benchmark_scoring.py --sizes 10000 --aggregate-sizes 100000 --skip-memory
-    python scripts/benchmark_scoring.py --sizes "" --aggregate-sizes 100000,1000000 --skip-memory --skip-worst --distinct
+    python scripts/benchmark_scoring.py --sizes "" --aggregate-sizes 100000,1000000 \\
+        --skip-memory --skip-worst --distinct      # aggregate rows only, distinct records
 
 Every row prints a figure, its floor and the ratio, over one seeded, realistic mix of
 prediction strings on real references of every family and format
