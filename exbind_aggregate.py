@@ -18,6 +18,7 @@ from collections import Counter, defaultdict
 from itertools import repeat
 from operator import eq, itemgetter, methodcaller
 
+import numpy as np
 from numpy import sqrt
 from scipy.special import ndtri
 
@@ -281,35 +282,42 @@ def _by_key(records: list[dict]):
 
     In a scored record (:func:`exbind_scoring.score_prediction`) the key decides the rest of
     the signature: the scores and the possible first violations follow from the reference's
-    stages, the status and the violations. So one pass maps every record to the
-    ``(scores, possible_first_violations)`` of the first record with its key, a second
-    compares each record's own pair with it (C-level ``==``, no hashing), and the signature
-    is built once per key, counted by the identity of that first pair. ``==`` is the
-    equality the signature counts use (1 == True; a scores dict's order changes no figure).
+    stages, the status and the violations. So one pass numbers every record's key (0, 1, ...
+    in order of first appearance), a second compares each record's ``(scores,
+    possible_first_violations)`` with the first record's of its key (C-level ``==``, no
+    hashing), and the signature is built once per key, counted by ``numpy.bincount`` of the
+    numbers. ``==`` is the equality the signature counts use (1 == True; a scores dict's
+    order changes no figure).
 
     Returns:
         The counts, or None when a record is not a ``dict``, lacks a field, or differs from
         the first record of its key (a hand-made record); the caller then takes
         :func:`_signatures_each`.
     """
-    first: dict = {}  # key -> (scores, possible) of the first record with that key
+    number: dict = {}  # key -> its number
     try:
         keys = zip(map(_SCALARS, records), map(tuple, map(_VIOLATIONS, records)),
                    map(dict.get, records, repeat("kind"), repeat("reference")))
-        firsts = list(map(first.setdefault, keys, map(_REST, records)))
+        # map(len, repeat(number)) yields len(number) just before each setdefault: a new key's number
+        numbers = np.fromiter(map(number.setdefault, keys, map(len, repeat(number))), np.intp, len(records))
     except (KeyError, TypeError):
         return None
+    # the first record of each key is where the running maximum of the numbers grows
+    firsts = np.flatnonzero(np.diff(np.maximum.accumulate(numbers), prepend=-1)).tolist()
+    rest = np.empty(len(number), dtype=object)  # key number -> (scores, possible) of its first record
+    for code, index in enumerate(firsts):
+        rest[code] = _REST(records[index])
     try:
-        if not all(map(eq, map(_REST, records), firsts)):
+        if not all(map(eq, map(_REST, records), rest[numbers].tolist())):
             return None
     except (TypeError, ValueError):  # a value whose == raises (an array): the caller's error
         return None
-    n_of = Counter(map(id, firsts))
+    n_of = np.bincount(numbers, minlength=len(number)).tolist()
     counts: Counter = Counter()
-    for (scalars, violations, kind), rest in first.items():
-        scores, possible = rest
+    for code, (scalars, violations, kind) in enumerate(number):
+        scores, possible = rest[code]
         signature = (scalars, tuple(scores), tuple(dict.values(scores)), violations, tuple(possible), kind)
-        counts[signature] += n_of[id(rest)]
+        counts[signature] += n_of[code]
     return counts
 
 
