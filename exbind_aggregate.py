@@ -4,17 +4,21 @@ Input is a list of per-case records from :func:`exbind_scoring.score_prediction`
 is plain JSON-serializable Python (ints, floats, strings, lists, dicts, None). An undefined
 rate is None, never NaN, and n = 0 never raises.
 
-:func:`aggregate` reads each record once: it counts the distinct combinations of the
-fields every figure depends on (:func:`_signatures`; a release has a few hundred), then
-derives every counter from those counts, and computes each Wilson interval once at the
-end (issue 13 item 2). The paired comparison lives in ``exbind_paired`` (re-exported).
+:func:`aggregate` counts the distinct combinations of the fields every figure depends on
+(signatures; a release has a few hundred) in C-level passes over the records
+(:func:`_signatures`: :func:`_by_key` for scored records, :func:`_signatures_each` for
+any others), derives every counter from those counts, and computes each Wilson interval
+once at the end (issue 13 item 2). The paired comparison lives in ``exbind_paired``
+(re-exported).
 """
 
 from __future__ import annotations
 
-from collections import Counter
-from operator import itemgetter, methodcaller
+from collections import Counter, defaultdict
+from itertools import repeat
+from operator import eq, itemgetter, methodcaller
 
+import numpy as np
 from numpy import sqrt
 from scipy.special import ndtri
 
@@ -96,10 +100,11 @@ def cross_format_consistency(records: list[dict]) -> dict:
         ``{pair: {"groups", "consistent", "rate", "incomplete_groups", "transitions"}}``
         for each pair type that has at least one grouped record.
     """
-    by_group: dict[str, dict[str, dict]] = {}
+    by_group: dict = defaultdict(dict)  # group_id -> {format: record}; a later record replaces an earlier one
     for r in records:
-        if r.get("group_id"):
-            by_group.setdefault(r["group_id"], {})[r["format"]] = r
+        group = r.get("group_id")
+        if group:
+            by_group[group][r["format"]] = r
     out = {}
     for pair, (fa, fb) in PAIR_TYPES.items():
         members = {g: m for g, m in by_group.items() if fa in m or fb in m}
@@ -244,8 +249,7 @@ def aggregate(records: list[dict]) -> dict:
     for field in ("format", "family", "condition"):
         groups = tally.groups[field]
         out[f"by_{field}"] = {key: tally.headline(*groups[key]) for key in sorted(groups)}
-    grouped = list(filter(_GROUP, records))
-    out["cross_format_consistency"] = cross_format_consistency(grouped)
+    out["cross_format_consistency"] = cross_format_consistency(records)
     out["parse_paths"] = dict(sorted(tally.parse_paths.items()))
     out["statuses"] = dict(sorted(tally.statuses.items()))
     out["kinds"] = {kind: tally.kinds[kind] for kind in PREDICTION_KINDS}
@@ -258,19 +262,71 @@ _SCALARS = itemgetter("status", "parse_path", "family", "first_violation", "form
 _SCORES = itemgetter("scores")
 _VIOLATIONS = itemgetter("violations")
 _POSSIBLE = itemgetter("possible_first_violations")
+_REST = itemgetter("scores", "possible_first_violations")
 _FORMAT = methodcaller("get", "format")
 _CONDITION = methodcaller("get", "condition")
 _KIND = methodcaller("get", "kind", "reference")
-_GROUP = methodcaller("get", "group_id")
 _FIRST_FOUR = itemgetter("status", "parse_path", "family", "first_violation")
 
 
 def _signatures(records: list[dict]) -> Counter:
+    """Counts of per-record signatures (:func:`_signatures_each`): by :func:`_by_key` when it
+    can vouch for the records (scored ones), else by :func:`_signatures_each`. Equal."""
+    counts = _by_key(records)
+    return _signatures_each(records) if counts is None else counts
+
+
+def _by_key(records: list[dict]):
+    """The :func:`_signatures_each` counts, hashing only ``key = (scalars, violations, kind)``
+    per record (issue 13 item 2).
+
+    In a scored record (:func:`exbind_scoring.score_prediction`) the key decides the rest of
+    the signature: the scores and the possible first violations follow from the reference's
+    stages, the status and the violations. So one pass numbers every record's key (0, 1, ...
+    in order of first appearance), a second compares each record's ``(scores,
+    possible_first_violations)`` with the first record's of its key (C-level ``==``, no
+    hashing), and the signature is built once per key, counted by ``numpy.bincount`` of the
+    numbers. ``==`` is the equality the signature counts use (1 == True; a scores dict's
+    order changes no figure).
+
+    Returns:
+        The counts, or None when a record is not a ``dict``, lacks a field, or differs from
+        the first record of its key (a hand-made record); the caller then takes
+        :func:`_signatures_each`.
+    """
+    number: dict = {}  # key -> its number
+    try:
+        keys = zip(map(_SCALARS, records), map(tuple, map(_VIOLATIONS, records)),
+                   map(dict.get, records, repeat("kind"), repeat("reference")))
+        # map(len, repeat(number)) yields len(number) just before each setdefault: a new key's number
+        numbers = np.fromiter(map(number.setdefault, keys, map(len, repeat(number))), np.intp, len(records))
+    except (KeyError, TypeError):
+        return None
+    # the first record of each key is where the running maximum of the numbers grows
+    firsts = np.flatnonzero(np.diff(np.maximum.accumulate(numbers), prepend=-1)).tolist()
+    rest = np.empty(len(number), dtype=object)  # key number -> (scores, possible) of its first record
+    for code, index in enumerate(firsts):
+        rest[code] = _REST(records[index])
+    try:
+        if not all(map(eq, map(_REST, records), rest[numbers].tolist())):
+            return None
+    except (TypeError, ValueError):  # a value whose == raises (an array): the caller's error
+        return None
+    n_of = np.bincount(numbers, minlength=len(number)).tolist()
+    counts: Counter = Counter()
+    for code, (scalars, violations, kind) in enumerate(number):
+        scores, possible = rest[code]
+        signature = (scalars, tuple(scores), tuple(dict.values(scores)), violations, tuple(possible), kind)
+        counts[signature] += n_of[code]
+    return counts
+
+
+def _signatures_each(records: list[dict]) -> Counter:
     """Counts of per-record signatures: the fields any aggregate figure reads, as a hashable
     tuple ``((status, parse_path, family, first_violation, format, condition), stages, their
-    0/1 scores, violations, possible first violations, kind)``; built by C-level ``map``s (no
-    Python call per record). Records without ``format`` or ``condition`` (hand-made ones)
-    take the same path with ``dict.get`` for those two fields."""
+    0/1 scores, violations, possible first violations, kind)``, each built by C-level
+    ``map``s (no Python call per record). Records without ``format`` or ``condition``
+    (hand-made ones) take the same path with ``dict.get`` for those two fields."""
     def build(scalars):
         return zip(scalars, map(tuple, map(_SCORES, records)), map(tuple, map(dict.values, map(_SCORES, records))),
                    map(tuple, map(_VIOLATIONS, records)), map(tuple, map(_POSSIBLE, records)), map(_KIND, records))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import json
+import sys
 
 try:  # inside evaluate's module cache the evaluator files sit in one package
     from .exbind_legacy_rules import validate_legacy_target
@@ -88,8 +89,13 @@ def _load_reference(reference: str) -> dict:
     payload["_by_id"] = by_id
     payload["_canonical"] = canonical
     payload["_stages"] = tuple(
-        s for s in payload["declared_order"] if s in applicable and s not in ("candidate_valid", "exact")
+        sys.intern(s) for s in payload["declared_order"] if s in applicable and s not in ("candidate_valid", "exact")
     )
+    # Every record scored on this reference carries these strings; interned, equal ones are one
+    # object across references, so aggregate's key comparisons stop at identity (issue 13 item 2).
+    for name in ("format", "family", "condition"):
+        if isinstance(payload.get(name), str):
+            payload[name] = sys.intern(payload[name])
     return payload
 
 

@@ -4,6 +4,8 @@ Usage (from the repository root)::
 
     python scripts/benchmark_scoring.py                    # every row below
     python scripts/benchmark_scoring.py --sizes 10000 --aggregate-sizes 100000 --skip-memory
+    python scripts/benchmark_scoring.py --sizes "" --aggregate-sizes 100000,1000000 \\
+        --skip-memory --skip-worst --distinct      # aggregate rows only, distinct records
 
 Every row prints a figure, its floor and the ratio, over one seeded, realistic mix of
 prediction strings on real references of every family and format
@@ -11,8 +13,10 @@ prediction strings on real references of every family and format
 
 - ``score_prediction``: microseconds per prediction against ``json.loads`` of the same
   strings (a failure counts as handled);
-- ``aggregate`` at 100k and 1M records against one pass reading ``scores["exact"]``
-  (1M records repeat the scored 100k, so only aggregation is timed);
+- ``aggregate`` at 100k and 1M records against one pass reading ``scores["exact"]``, and
+  (a second line, for scale) against the plain one-pass loop collecting every counter
+  (:func:`every_counter_pass`); 1M records repeat the scored 100k, so only aggregation is
+  timed (``--distinct``: as distinct copies, see :func:`distinct_copies`);
 - ``metric.compute(predictions, references)`` and ``add_batch`` (32 rows) + ``compute`` at
   10k and 100k predictions against the core path (``score_prediction`` on every pair,
   records kept, then ``aggregate``), results checked equal;
@@ -38,12 +42,13 @@ import sys
 import tempfile
 import time
 import uuid
+from collections import Counter
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
-from exbind_aggregate import aggregate  # noqa: E402
+from exbind_aggregate import aggregate, wilson_interval  # noqa: E402
 from exbind_scoring import load_reference, score_prediction  # noqa: E402
 
 
@@ -177,6 +182,56 @@ def exact_floor(records: list[dict]) -> int:
     return sum(r["scores"]["exact"] for r in records)
 
 
+def distinct_copies(records: list[dict], n: int) -> list[dict]:
+    """``n`` records cycling through ``records``: the records themselves, then distinct copies
+    (pickle round trips), so that a pass over them touches ``n`` records' memory as a real
+    run of ``n`` cases does; the default repeats the same objects, whose few cache lines a
+    light pass keeps warm."""
+    import pickle
+
+    blob = pickle.dumps(records, protocol=pickle.HIGHEST_PROTOCOL)
+    out = list(records)
+    while len(out) < n:
+        out.extend(pickle.loads(blob))
+    return out[:n]
+
+
+def every_counter_pass(records: list[dict]) -> dict:
+    """The plain loop issue 13 item 2 names: one pass collecting every counter ``aggregate``
+    reports (statuses, parse paths, kinds, first violations, violation sets, possible first
+    violations, per-stage applicable/correct, n/valid/exact per format, family and
+    condition; no survival or cross-format pairing), Wilson intervals once at the end."""
+    statuses, paths, kinds, first, sets, possible = Counter(), Counter(), Counter(), Counter(), Counter(), Counter()
+    applicable, correct = Counter(), Counter()
+    groups: dict = {"format": {}, "family": {}, "condition": {}}
+    n_valid = n_exact = 0
+    for r in records:
+        status = r["status"]
+        statuses[status] += 1
+        paths[r["parse_path"]] += 1
+        kinds[r.get("kind", "reference")] += 1
+        first[r["first_violation"]] += 1
+        sets["+".join(r["violations"]) or "{}"] += 1
+        for label in r["possible_first_violations"]:
+            possible[label] += 1
+        valid, exact = int(status == "valid"), 0
+        for stage, score in r["scores"].items():
+            applicable[stage] += 1
+            correct[stage] += score
+            if stage == "exact":
+                exact = score
+        n_valid += valid
+        n_exact += exact
+        for field, by_key in groups.items():
+            row = by_key.setdefault(r.get(field), [0, 0, 0])
+            row[0] += 1
+            row[1] += valid
+            row[2] += exact
+    intervals = [wilson_interval(n_exact, len(records))]
+    intervals += [wilson_interval(k, n) for by_key in groups.values() for n, _, k in by_key.values()]
+    return {"statuses": statuses, "intervals": intervals}
+
+
 def memory_child(path: str, n: int) -> int:
     """Child process body: peak RSS (MiB) of one path on ``n`` rows, printed as JSON."""
     references = real_references()
@@ -246,6 +301,9 @@ def main(argv=None) -> int:
     ap.add_argument("--memory-rows", type=int, default=360_000, help="rows of the memory row (default 360000)")
     ap.add_argument("--repeat", type=int, default=3, help="best of this many runs for each timing")
     ap.add_argument("--skip-memory", action="store_true", help="skip the memory row (two child processes)")
+    ap.add_argument("--distinct", action="store_true",
+                    help="aggregate rows on distinct copies of the scored records (as a real run of that size holds) "
+                         "instead of the same record objects repeated")
     ap.add_argument("--skip-worst", action="store_true", help="skip the worst-case predictions")
     ap.add_argument("--memory-child", choices=("core", "evaluate"), help=argparse.SUPPRESS)
     ap.add_argument("--n", type=int, default=0, help=argparse.SUPPRESS)
@@ -290,10 +348,17 @@ def main(argv=None) -> int:
         base_n = min(agg_sizes)
         kept = score_kept(preds_all[:base_n], refs_all[:base_n])
         for n in agg_sizes:
-            records = (kept * (n // base_n + 1))[:n]
-            t_floor = _time(lambda: exact_floor(records), args.repeat)
-            t_agg = _time(lambda: aggregate(records), args.repeat)
-            _row(f"aggregate, {n:,} records", t_agg, "one pass reading scores['exact']", t_floor, n)
+            records = (kept * (n // base_n + 1))[:n] if not args.distinct else distinct_copies(kept, n)
+            # interleaved rounds (best of each), as for the evaluate rows
+            paths = {"floor": lambda: exact_floor(records), "aggregate": lambda: aggregate(records),
+                     "every counter": lambda: every_counter_pass(records)}
+            best = dict.fromkeys(paths, float("inf"))
+            for _ in range(args.repeat):
+                for name, fn in paths.items():
+                    best[name] = min(best[name], _time(fn))
+            _row(f"aggregate, {n:,} records", best["aggregate"], "one pass reading scores['exact']", best["floor"], n)
+            _row(f"aggregate, {n:,} records", best["aggregate"], "one pass collecting every counter",
+                 best["every counter"], n)
     if not args.skip_memory:
         mem = measure_memory(args.memory_rows)
         core_mib, eval_mib = mem["core"]["peak_mib"], mem["evaluate"]["peak_mib"]
