@@ -237,18 +237,12 @@ class ReleaseRun:
         if "legacy_bridge" not in self.configs:
             return lambda: ([], {})
         if pool is None:
-            records, eligibility = bridge_records(self.legacy_path, processes=1)
-            units = [_legacy_unit(rec) for rec in records]
-            return lambda: (units, eligibility)
+            units = _convert_legacy(self.legacy_path)
+            return lambda: units
         if cache_enabled():  # the legacy pictures render on every worker first; the conversion reads them cached
             pool.map_async(_render_into_cache, list(dict.fromkeys(inp.svg for inp in self.legacy_inputs)), chunksize=1)
         pending = pool.apply_async(_convert_legacy, (self.legacy_path,))  # queued before any latent
-
-        def wait():
-            records, eligibility = pending.get()
-            return list(pool.imap(_legacy_unit, records, chunksize=10)), eligibility
-
-        return wait
+        return pending.get
 
 
 def _render_into_cache(svg: str) -> None:
@@ -261,8 +255,11 @@ def _render_into_cache(svg: str) -> None:
 
 
 def _convert_legacy(path: Optional[str]):
-    """Pool task: the legacy bridge's records and eligibility (:func:`generator.legacy.bridge.bridge_records`)."""
-    return bridge_records(path, processes=1)
+    """Pool task: ``([(record, visible check)], eligibility)`` of the legacy bridge
+    (:func:`generator.legacy.bridge.bridge_records`, then :func:`composition.plans._legacy_unit`
+    on each record), all in one worker so it overlaps the latents the others generate."""
+    records, eligibility = bridge_records(path, processes=1)
+    return [_legacy_unit(rec) for rec in records], eligibility
 
 
 @dataclass

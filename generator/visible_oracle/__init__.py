@@ -82,5 +82,6 @@ def visible_answer(row: Mapping[str, Any], image: Any = None) -> Optional[dict[s
         KeyError: for a format without a solver.
     """
     view = visible_view(row)
-    solver = legacy.solve if view.get("suite") == "legacy" else SOLVERS[view["format"]]
-    return solver(view, decode_image(image))
+    if view.get("suite") == "legacy":  # its rules read the rows' boxes, never the pixels
+        return legacy.solve(view, None)
+    return SOLVERS[view["format"]](view, decode_image(image))

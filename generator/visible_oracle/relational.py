@@ -159,7 +159,7 @@ def read_objects(candidates: list[dict], image) -> list[dict]:
         ``[{"id", "color", "shape", "position"}]`` for every top-level candidate
         (``parent_id`` null); colour and shape None where the box shows no palette colour.
     """
-    pixels = np.asarray(image.convert("RGB"))
+    pixels = np.asarray(image if image.mode == "RGB" else image.convert("RGB"))
     top = [c for c in candidates if c.get("parent_id") is None and c.get("bbox")]
     positions = grid_positions([c["bbox"] for c in top])
     objects = []
