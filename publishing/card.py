@@ -32,7 +32,8 @@ Two jobs:
      chunk and a column index on every chunk except the long-value columns
      (:data:`LONG_VALUE_COLUMNS`);
    - loading: ``datasets.load_dataset(folder, config, split="test")`` in a fresh cache
-     directory works for every config and gives the card's features and row count.
+     directory works for every config and gives the card's features and row count
+     (:func:`publishing.load_check.load_problems`, the configs in parallel processes).
 
 The check raises nothing itself; :func:`assert_export_valid` raises :class:`CardCheckError`
 listing every problem.
@@ -41,9 +42,7 @@ listing every problem.
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Iterable, Optional
 
@@ -56,6 +55,7 @@ from huggingface_hub import DatasetCard, DatasetCardData
 
 from exbind_scoring import OUTPUT_KEYS
 from publishing.eval_files import eval_yaml_problems
+from publishing.load_check import load_problems
 
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when built with it
 
@@ -483,51 +483,6 @@ def parquet_problems(path: Path, features: Optional[datasets.Features] = None,
 
 
 # --------------------------------------------------------------------------- checks: export
-
-
-FULL_LOAD_MAX_ROWS = 5_000  # larger configs are checked by streaming (bounded memory)
-
-
-def load_problems(export_dir: Path, configs: Iterable[str], infos: DatasetInfosDict,
-                  rows: Optional[dict] = None) -> list[str]:
-    """Load every config with ``datasets.load_dataset`` in a fresh cache directory.
-
-    Each must load, and give the features and ``test`` row count the card declares. A
-    config of more than :data:`FULL_LOAD_MAX_ROWS` rows (``rows``: its Parquet row count)
-    is loaded with ``streaming=True`` instead, so the check's memory does not grow with a
-    sized build: its features are compared, its first row read, and its row count is the
-    Parquet files' (what a full load would count).
-    """
-    out = []
-    rows = rows or {}
-    was_disabled = datasets.are_progress_bars_disabled()
-    datasets.disable_progress_bars()
-    try:
-        with tempfile.TemporaryDirectory(prefix="exbind-card-check-") as cache:
-            for config in configs:
-                streaming = rows.get(config, 0) > FULL_LOAD_MAX_ROWS
-                try:
-                    ds = datasets.load_dataset(str(export_dir), config, split="test", streaming=streaming,
-                                               cache_dir=os.path.join(cache, config))
-                    if streaming:
-                        next(iter(ds))
-                except Exception as exc:  # noqa: BLE001 - report, do not crash the check
-                    out.append(f"load_dataset(export, {config!r}) failed: {type(exc).__name__}: {exc}")
-                    continue
-                info = infos.get(config)
-                if info is None:
-                    continue
-                if ds.features != info.features:
-                    out.append(f"load_dataset(export, {config!r}) gives other features than the card declares")
-                declared_rows = info.splits["test"].num_examples if info.splits and "test" in info.splits else None
-                n = rows[config] if streaming else ds.num_rows
-                if declared_rows is not None and n != declared_rows:
-                    out.append(f"load_dataset(export, {config!r}) gives {n} rows; "
-                               f"the card declares {declared_rows}")
-    finally:
-        if not was_disabled:
-            datasets.enable_progress_bars()
-    return out
 
 
 def check_export(export_dir: Path, configs: Iterable[str], load: bool = True) -> list[str]:

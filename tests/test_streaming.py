@@ -109,13 +109,39 @@ def test_large_configs_are_load_checked_by_streaming(export_dir, tmp_path, monke
     import shutil
 
     import publishing.card as card
+    import publishing.load_check as load_check
 
     out = tmp_path / "exbind"
     shutil.copytree(export_dir, out)
-    monkeypatch.setattr(card, "FULL_LOAD_MAX_ROWS", 300)  # targeted_table_permuted (360 rows) streams
+    monkeypatch.setattr(load_check, "FULL_LOAD_MAX_ROWS", 300)  # targeted_table_permuted (360 rows) streams
     assert card.check_export(out, CONFIGS) == []
     readme = (out / "README.md").read_text()
     start = readme.index("- config_name: targeted_table_permuted\n", readme.index("dataset_info:"))
     (out / "README.md").write_text(readme[:start] + readme[start:].replace("num_examples: 360", "num_examples: 361", 1))
     assert card.check_export(out, CONFIGS) == [
         "load_dataset(export, 'targeted_table_permuted') gives 360 rows; the card declares 361"]
+
+
+def test_load_check_reports_the_same_problems_in_one_or_two_processes(export_dir, tmp_path):
+    import shutil
+
+    from datasets.info import DatasetInfosDict
+
+    import publishing.card as card
+    from publishing.load_check import load_problems
+
+    out = tmp_path / "exbind"
+    shutil.copytree(export_dir, out)
+    readme = (out / "README.md").read_text()
+    start = readme.index("- config_name: targeted_hierarchy\n", readme.index("dataset_info:"))
+    (out / "README.md").write_text(readme[:start] + readme[start:].replace("num_examples: 120", "num_examples: 7", 1))
+    infos = DatasetInfosDict.from_dataset_card_data(card._card_data((out / "README.md").read_text()))
+    one = load_problems(out, CONFIGS, infos, processes=1)
+    assert one == load_problems(out, CONFIGS, infos, processes=2)
+    assert [line[:80] for line in one] == [  # datasets' own split-size check answers first
+        "load_dataset(export, 'targeted_hierarchy') failed: NonMatchingSplitsSizesError: "]
+    (out / "data" / "broad").rename(tmp_path / "broad-moved")  # a config whose files are gone
+    two = load_problems(out, CONFIGS, infos, processes=2)
+    assert two == load_problems(out, CONFIGS, infos, processes=1)
+    # datasets resolves every config's data files, so each load fails; reported in config order
+    assert [line.split(":")[0] for line in two] == [f"load_dataset(export, {c!r}) failed" for c in CONFIGS]
