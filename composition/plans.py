@@ -72,9 +72,14 @@ def case_rng(seed: int, latent_id: str, attempt: int, purpose: str) -> random.Ra
     return random.Random(int.from_bytes(digest[:8], "big"))
 
 
+MAX_SCALE = 1000
+"""Largest ``scale``: 490,000 latents (about 1.4M rows of the generated configs). The plan
+list is held in memory (about 110 MB at this scale); rows are streamed."""
+
+
 def _check_scale(scale: int) -> None:
-    if isinstance(scale, bool) or not isinstance(scale, int) or scale < 1:
-        raise ValueError(f"scale must be a positive integer (K times the paper's counts), got {scale!r}")
+    if isinstance(scale, bool) or not isinstance(scale, int) or not 1 <= scale <= MAX_SCALE:
+        raise ValueError(f"scale must be an integer from 1 to {MAX_SCALE} (K times the paper's counts), got {scale!r}")
 
 
 def broad_plans(seed: int = BROAD_SEED, scale: int = 1) -> list[LatentPlan]:

@@ -88,7 +88,9 @@ def check_configs(configs: Optional[Iterable[str]]) -> tuple[str, ...]:
     ``targeted_table`` and ``paired`` a subset of ``broad``, so each brings its parent.
 
     Raises:
-        ValueError: an unknown or empty config list (the message lists the known names).
+        ValueError: an unknown or empty config list (the message lists the known names), or
+            ``legacy_bridge`` alone: its rows are a fixed legacy predictor's cached outputs,
+            not a benchmark task, so an export of it alone would register no task.
     """
     if configs is None:
         return CONFIGS
@@ -96,6 +98,9 @@ def check_configs(configs: Optional[Iterable[str]]) -> tuple[str, ...]:
     unknown = sorted(wanted - set(CONFIGS))
     if unknown or not wanted:
         raise ValueError(f"configs: unknown {unknown or 'empty list'}; choose from {', '.join(CONFIGS)}")
+    if wanted == {"legacy_bridge"}:
+        raise ValueError("configs: legacy_bridge alone is no benchmark task (fixed cached outputs, never "
+                         "reseeded or scaled); add a generated config, e.g. legacy_bridge,broad")
     if wanted & {"targeted_table_permuted", "targeted_table_column_metadata"}:
         wanted.add("targeted_table")
     if "paired" in wanted:
@@ -145,19 +150,18 @@ class ReleaseRun:
                  seed: Optional[int] = None, scale: int = 1, configs: Optional[Iterable[str]] = None):
         self.configs = check_configs(configs)
         self.processes, self.progress, self.scale = default_processes(processes), progress, scale
-        self.plans = {"broad": broad_plans(broad_seed, scale), "targeted": targeted_plans(targeted_seed, scale)}
-        self.legacy, self.legacy_eligibility = [], {}
-        self.legacy_path = legacy_path
-        if "legacy_bridge" in self.configs:  # a malformed or hostile file is refused before any generation
-            self.legacy_inputs = read_legacy_jsonl(legacy_path if legacy_path is not None else BRIDGE_FILE)
+        custom = seed is None and (broad_seed, targeted_seed) != (BROAD_SEED, TARGETED_SEED)
         permutation_seeds = tuple(PERMUTATION_SEEDS)
         if seed is not None:
             derived = variant_seeds(seed)
             broad_seed, targeted_seed = derived["broad"], derived["targeted"]
             permutation_seeds = tuple(derived["permutations"])
-            self.plans = {"broad": broad_plans(broad_seed, scale), "targeted": targeted_plans(targeted_seed, scale)}
+        self.plans = {"broad": broad_plans(broad_seed, scale), "targeted": targeted_plans(targeted_seed, scale)}
         self.permutation_seeds = permutation_seeds
-        custom = seed is None and (broad_seed, targeted_seed) != (BROAD_SEED, TARGETED_SEED)
+        self.legacy, self.legacy_eligibility = [], {}
+        self.legacy_path = legacy_path
+        if "legacy_bridge" in self.configs:  # a malformed or hostile file is refused before any generation
+            self.legacy_inputs = read_legacy_jsonl(legacy_path if legacy_path is not None else BRIDGE_FILE)
         self.variant = None
         if seed is not None or scale != 1 or custom or self.configs != CONFIGS:
             self.variant = {"seed": seed, "scale": scale, "custom_seeds": custom,

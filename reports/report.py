@@ -47,10 +47,15 @@ def format_table(headers: list[str], rows: list[list], title: str) -> str:
     return "\n".join([title, sep, line(cells[0]), sep] + [line(r) for r in cells[1:]] + [sep])
 
 
+def built_configs(manifest: dict) -> tuple[str, ...]:
+    """The configs an export holds, in release order (a subset build holds fewer)."""
+    return tuple(manifest.get("configs") or CONFIGS)
+
+
 def composition_table(manifest: dict) -> str:
     """Rows per config and format (paper Table 4 form)."""
     rows = []
-    for config in CONFIGS:
+    for config in built_configs(manifest):
         by = manifest["counts"][config]["by_format_condition"]
         per_fmt = [sum(by.get(f, {}).values()) for f in FORMAT_ORDER]
         rows.append([config] + [v or "-" for v in per_fmt] + [manifest["counts"][config]["rows"]])
@@ -72,21 +77,41 @@ def gate_table(manifest: dict) -> str:
             ["Random-candidate expectation", _fmt_rate(g["random_expectation"])],
         ]
         if suite == "targeted":
-            checks = manifest["suite_checks"]["gold_rank_variation"]
+            checks = manifest["suite_checks"].get("gold_rank_variation", {})
             ok = all(c["passed"] for c in checks.values())
             rows.append(["Gold-rank variation", "passed" if ok else "FAILED"])
         rows.append(["Accepted latents", f"{g['accepted']}/{g['attempted']} attempts (rejected: {rejected})"])
         rows.append(["Accepted records", f"{g['accepted_records']}"])
         out.append(format_table(["Gate", "Result"], rows, f"Gates: {suite} suite ({g['n']} records)"))
-    checks = manifest["suite_checks"]
-    out.append(
-        "Suite checks: broad/targeted disjoint "
-        f"{'passed' if checks['disjoint_broad_targeted']['passed'] else 'FAILED'}; "
-        f"targeted_table balance {'passed' if checks['balance_targeted_table']['passed'] else 'FAILED'}"
-    )
-    out.append("Visible oracle per config (rows as released, controls included): " + "; ".join(
-        f"{name} {v['exact']}/{v['n']}" for name, v in checks["visible_oracle"].items()))
+    out.append(suite_check_lines(manifest["suite_checks"]))
     return "\n\n".join(out)
+
+
+def _passed(result: dict) -> str:
+    return "passed" if result["passed"] else "FAILED"
+
+
+def suite_check_lines(checks: dict) -> str:
+    """The suite-level checks of a manifest, one line each (only those the build ran: a
+    subset build runs the checks of the configs it holds)."""
+    lines = []
+    if "disjoint_broad_targeted" in checks:
+        lines.append(f"broad/targeted latents disjoint: {_passed(checks['disjoint_broad_targeted'])}")
+    if "balance_targeted_table" in checks:
+        lines.append(f"targeted_table condition balance: {_passed(checks['balance_targeted_table'])}")
+    if "hierarchy_depth_balance" in checks:
+        depth = checks["hierarchy_depth_balance"]
+        medians = ", ".join(f"{k.replace('_', ' ')} {v:g}" for k, v in depth["median_candidates"].items())
+        lines.append(f"hierarchy depth balance: {_passed(depth)} (median candidates {medians}; "
+                     f"max/min {depth['median_ratio']:.3f})")
+    for config, result in checks.get("table_shortcuts", {}).items():
+        programs = {k: v for k, v in result["all"].items() if k != "random"}
+        best = max(programs, key=lambda k: (programs[k], k))
+        lines.append(f"table shortcut programs on {config} ({result['n']} cases, expected exact): best {best} "
+                     f"{programs[best]:.3f}, random candidate {result['all']['random']:.3f}")
+    lines.append("visible oracle per config (rows as released, controls included): " + "; ".join(
+        f"{name} {v['exact']}/{v['n']}" for name, v in checks.get("visible_oracle", {}).items()))
+    return "Suite checks:\n" + "\n".join(f"  {line}" for line in lines)
 
 
 Rows = dict[str, list[dict]]
@@ -132,15 +157,16 @@ def score_outputs(outputs: list, references: list[str]) -> dict:
     return aggregate([score_prediction(o, r) for o, r in zip(outputs, references)])
 
 
-def baseline_tables(export_dir: Path, rows: Optional[Rows] = None) -> str:
+def baseline_tables(export_dir: Path, rows: Optional[Rows] = None, configs=CONFIGS) -> str:
     """Score the gate baselines with the ExBind metric on every config, per format.
 
     Args:
         export_dir: the export folder.
         rows: preloaded rows (:func:`load_export_rows`); configs missing there are loaded.
+        configs: the configs to score (default every release config).
     """
     out = []
-    for config in CONFIGS:
+    for config in configs:
         data = _config_rows(export_dir, config, rows)
         refs, instrs, formats = ([r[k] for r in data] for k in ("reference", "instruction", "format"))
         results = {name: score_outputs([fn(i, r) for i, r in zip(instrs, refs)], refs)
@@ -242,17 +268,19 @@ def reference_run_results(export_dir: Path, config: str, references: dict[str, s
     return out, refused
 
 
-def predictor_tables(export_dir: Path, show_progress: bool = True, rows: Optional[Rows] = None) -> str:
+def predictor_tables(export_dir: Path, show_progress: bool = True, rows: Optional[Rows] = None,
+                     configs=PREDICTOR_CONFIGS) -> str:
     """Predictors on broad and targeted (issue 4): validity, exact with its Wilson interval,
     R@1 / R@5 / MRR for rankers, the first-violation profile, and any stored model run.
     A progress bar (stderr) names the config and predictor being run (MiniLM takes the most
-    on a cold embedding cache). ``rows``: preloaded rows (:func:`load_export_rows`)."""
+    on a cold embedding cache). ``rows``: preloaded rows (:func:`load_export_rows`);
+    ``configs``: a subset of :data:`PREDICTOR_CONFIGS` (those an export holds)."""
     from predictors import predict
 
     out = []
-    bar = tqdm(total=len(PREDICTOR_CONFIGS) * len(REPORT_PREDICTORS), desc="predictors report", unit="run",
+    bar = tqdm(total=len(configs) * len(REPORT_PREDICTORS), desc="predictors report", unit="run",
                disable=not show_progress)
-    for config in PREDICTOR_CONFIGS:
+    for config in configs:
         data = _config_rows(export_dir, config, rows)
         refs = [r["reference"] for r in data]
         table = []
@@ -273,17 +301,25 @@ def predictor_tables(export_dir: Path, show_progress: bool = True, rows: Optiona
     return "\n\n".join(out)
 
 
-def print_release_report(export_dir: Path, manifest: dict | None = None) -> None:
-    """Print composition, gate tables and baseline tables for an export folder."""
+def print_release_report(export_dir: Path, manifest: dict | None = None, scored: bool = True) -> None:
+    """Print the composition and gate tables of an export folder and, when ``scored``, the
+    baseline, legacy-bridge and predictor tables (the configs its manifest lists: every
+    section of a subset build covers what it built)."""
     if manifest is None:
         manifest = json.loads((Path(export_dir) / "exbind_manifest.json").read_text())
+    configs = built_configs(manifest)
     print(composition_table(manifest))
     print()
     print(gate_table(manifest))
+    if not scored:
+        return
     print()
-    rows = load_export_rows(Path(export_dir))
-    print(baseline_tables(Path(export_dir), rows))
-    print()
-    print(legacy_bridge_profile(Path(export_dir), manifest, rows))
-    print()
-    print(predictor_tables(Path(export_dir), rows=rows))
+    rows = load_export_rows(Path(export_dir), configs)
+    print(baseline_tables(Path(export_dir), rows, configs))
+    if "legacy_bridge" in configs:
+        print()
+        print(legacy_bridge_profile(Path(export_dir), manifest, rows))
+    predictor_configs = tuple(c for c in PREDICTOR_CONFIGS if c in configs)
+    if predictor_configs:
+        print()
+        print(predictor_tables(Path(export_dir), rows=rows, configs=predictor_configs))

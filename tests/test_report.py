@@ -45,3 +45,39 @@ def test_sections_on_preloaded_rows_equal_sections_that_load(export_dir):
     assert report.legacy_bridge_profile(export_dir, manifest, rows) == profile
     # A section given rows without its config loads that config.
     assert report.legacy_bridge_profile(export_dir, manifest, {"broad": rows["broad"]}) == profile
+
+
+def test_suite_check_lines_of_the_default_release(export_dir):
+    manifest = json.loads((export_dir / "exbind_manifest.json").read_text())
+    assert report.suite_check_lines(manifest["suite_checks"]).splitlines() == [
+        "Suite checks:",
+        "  broad/targeted latents disjoint: passed",
+        "  targeted_table condition balance: passed",
+        "  hierarchy depth balance: passed (median candidates depth 2 42, depth 3 46, depth 4 48; max/min 1.143)",
+        "  table shortcut programs on broad_table (50 cases, expected exact): best row_residual 0.400, "
+        "random candidate 0.075",
+        "  table shortcut programs on targeted_table (120 cases, expected exact): best row_residual 0.333, "
+        "random candidate 0.055",
+        "  visible oracle per config (rows as released, controls included): broad 250/250; legacy_bridge 300/300; "
+        "paired 100/100; targeted_hierarchy 120/120; targeted_table 120/120; targeted_table_column_metadata 120/120; "
+        "targeted_table_permuted 360/360",
+    ]
+
+
+def test_the_report_of_a_subset_build_covers_the_configs_it_built(tmp_path, capsys):
+    from exbind import main
+
+    out = tmp_path / "exbind"
+    assert main(["build", "--out", str(out), "--configs", "targeted_hierarchy", "--processes", "1"]) == 0
+    printed = capsys.readouterr().out
+    assert "Predictors on targeted_hierarchy" in printed
+    assert "Baselines on targeted_hierarchy" in printed
+    for absent in ("broad", "targeted_table", "Legacy bridge"):
+        assert absent not in printed
+    assert "  hierarchy depth balance: passed" in printed
+    assert printed.splitlines()[-1] == f"export: {out.resolve()} (variant release 2.0.0+seed.default.scale.1.configs.targeted_hierarchy)"
+    assert main(["build", "--out", str(out), "--configs", "targeted_hierarchy", "--processes", "1",
+                 "--no-report"]) == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith("Composition (rows per config and format)")
+    assert "Gates: targeted suite (120 records)" in printed and "Predictors on" not in printed

@@ -86,6 +86,8 @@ def test_config_lists_are_checked_and_bring_their_parents():
         check_configs(["tabel"])
     with pytest.raises(ValueError, match="configs: unknown empty list"):
         check_configs([])
+    with pytest.raises(ValueError, match="configs: legacy_bridge alone is no benchmark task"):
+        check_configs(["legacy_bridge"])
     assert release_label({"seed": 7, "scale": 2, "custom_seeds": False, "configs": ["broad", "paired"]}) == \
         "2.0.0+seed.7.scale.2.configs.broad-paired"
 

@@ -38,7 +38,7 @@ def test_scaled_plans_keep_the_composition():
 
 @pytest.mark.parametrize("scale", [0, -1, 1.5, True, "2"])
 def test_scale_must_be_a_positive_integer(scale):
-    with pytest.raises(ValueError, match="scale must be a positive integer"):
+    with pytest.raises(ValueError, match="scale must be an integer from 1 to 1000"):
         broad_plans(scale=scale)
 
 
@@ -62,7 +62,26 @@ def test_cli_refuses_a_bad_scale(capsys):
     with pytest.raises(SystemExit) as exc:
         main(["build", "--scale", "0", "--out", "/tmp/never-written", "--quiet"])
     assert exc.value.code == 2
-    assert "--scale must be a positive integer (K times the paper's counts), got 0" in capsys.readouterr().err
+    assert "--scale must be an integer from 1 to 1000 (K times the paper's counts), got 0" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--scale", "1001"], "--scale must be an integer from 1 to 1000 (K times the paper's counts), got 1001"),
+    (["--processes", "100000"], "--processes must be an integer from 1 to {max_processes} (4 per CPU), got 100000"),
+    (["--processes", "0"], "--processes must be an integer from 1 to {max_processes} (4 per CPU), got 0"),
+    (["--seed", "-1"], "--seed must be a non-negative integer, got -1"),
+    (["--configs", "legacy_bridge"], "--configs: legacy_bridge alone is no benchmark task (fixed cached outputs, "
+                                     "never reseeded or scaled); add a generated config, e.g. legacy_bridge,broad"),
+])
+def test_cli_refuses_out_of_range_build_options_in_one_line(argv, message, tmp_path, capsys):
+    import os
+
+    with pytest.raises(SystemExit) as exc:
+        main(["build", "--out", str(tmp_path / "x"), "--quiet", *argv])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[-1] == "exbind.py build: error: " + message.format(max_processes=4 * (os.cpu_count() or 1))
+    assert not (tmp_path / "x").exists()
 
 
 @pytest.fixture(scope="module")
