@@ -182,7 +182,8 @@ def main(argv: list[str] | None = None) -> int:
         return run_predict(args)
 
     if args.command == "build":
-        from publishing.export import BuildInterrupted, ExportPathError, check_export_target, export_release
+        from publishing.export import (BuildInterrupted, ExportPathError, check_export_target, export_release,
+                                       kept_export)
         from reports.report import print_release_report
 
         from composition.plans import MAX_SCALE
@@ -233,30 +234,34 @@ def main(argv: list[str] | None = None) -> int:
                                       show_progress=not args.quiet)
         except (CardCheckError, LegacyRecordError, SuiteCheckError, ExportPathError) as exc:
             if interrupted:
-                print(f"build interrupted; the previous export at {Path(args.out).resolve()} is untouched",
-                      file=sys.stderr)
+                print(f"build interrupted; {kept_export(Path(args.out).resolve())}", file=sys.stderr)
                 return 130
             if isinstance(exc, CardCheckError):
-                print(f"build refused: the export failed its checks; the previous export is untouched\n{exc}",
+                print(f"build refused: the export failed its checks; {kept_export(Path(args.out).resolve())}\n{exc}",
                       file=sys.stderr)
                 return 2
             if isinstance(exc, ExportPathError):  # unwritable --out, or another build holds the lock
                 print(f"build refused: {exc}", file=sys.stderr)
                 return 2
-            print(f"build refused: {exc}; the previous export is untouched", file=sys.stderr)
+            print(f"build refused: {exc}; {kept_export(Path(args.out).resolve())}", file=sys.stderr)
             return 2
         except BuildInterrupted as exc:
             print(exc.message(), file=sys.stderr)
             return 130
         except KeyboardInterrupt:  # before the staging folder existed
-            print(f"build interrupted; the previous export at {Path(args.out).resolve()} is untouched", file=sys.stderr)
+            print(f"build interrupted; {kept_export(Path(args.out).resolve())}", file=sys.stderr)
             return 130
         finally:
             signal.signal(signal.SIGINT, previous_handler)
             sys.unraisablehook = previous_hook
-        if not args.quiet:
-            print_release_report(Path(args.out), manifest, scored=not args.no_report)
         variant = f" (variant release {manifest['release_version']})" if manifest.get("variant") else ""
+        if not args.quiet:
+            try:
+                print_release_report(Path(args.out), manifest, scored=not args.no_report)
+            except KeyboardInterrupt:  # the export is already complete and in place
+                print(f"report interrupted; the export at {Path(args.out).resolve()} is complete and in place"
+                      f"{variant}", file=sys.stderr)
+                return 130
         print(f"export: {Path(args.out).resolve()}{variant}")
     return 0
 

@@ -25,7 +25,8 @@ from composition.plans import (BROAD_PER_FAMILY, BROAD_SEED, CASES_PER_TARGETED_
                                MAX_ATTEMPTS, PERMUTATION_SEEDS, TABLE_CONDITIONS, TARGETED_SEED, GeneratedLatent,
                                LatentPlan, _legacy_unit, broad_plans, case_rng, column_metadata_record,
                                config_records, default_processes, generate_all, generate_latent, generate_unit,
-                               imap_ordered, imap_windows, permuted_records, targeted_plans, worker_pool)
+                               imap_ordered, imap_windows, permuted_records, stop_pool, targeted_plans,
+                               worker_pool)
 from composition.summary import (MAX_DEPTH_MEDIAN_RATIO, MIN_SKELETONS_PER_DEPTH, ReleaseSummary,  # noqa: F401
                                  hierarchy_depth_balance)
 from generator.legacy.bridge import bridge_records
@@ -221,7 +222,7 @@ class ReleaseRun:
                 self._tick()
         finally:
             if pool is not None:
-                pool.terminate()
+                stop_pool(pool)
         self.gate_tables, self.suite_checks, failures = summary.finish()
         self.latent_counts = {suite: len(hashes) for suite, hashes in summary.latent_hashes.items()}
         if failures:

@@ -105,12 +105,17 @@ def _label_variant(card: DatasetCard, variant: dict, rows: int) -> None:
     card.data.size_categories = [size_category(rows)]
     card.data.tags = list(card.data.tags or []) + ["exbind-variant"]
     seed = "the default seeds" if variant["seed"] is None else f"user seed {variant['seed']}"
+    configs = variant.get("configs")
+    legacy = "" if configs is not None and "legacy_bridge" not in configs else "; `legacy_bridge` is not scaled"
+    only = "" if configs is None else f" It holds only the configs {', '.join(f'`{c}`' for c in configs)}."
     notice = (f"> **Variant release {label}, not the default ExBind release.** Regenerated with `python exbind.py "
               f"build` from {seed} at scale {variant['scale']} ({variant['scale']} times the paper's counts in "
-              f"every generated config; `legacy_bridge` is not scaled) by generator {variant['generator_version']}. "
+              f"every generated config{legacy}) by generator {variant['generator_version']}.{only} "
               "Figures on it are not comparable with figures on the default release; the seeds are in "
               f"`{MANIFEST_NAME}`.\n")
     head, sep, rest = card.text.partition("\n\n")
+    if head.lstrip("\n").startswith("# "):  # the title line
+        head = f"{head} (variant {label})"
     card.text = f"{head}{sep}{notice}\n{rest}"
 
 
@@ -189,7 +194,16 @@ class BuildInterrupted(KeyboardInterrupt):
         """One line for the user (the command exits 130)."""
         if self.installed:
             return f"build interrupted after the new export was installed at {self.out_dir}"
-        return f"build interrupted; the previous export at {self.out_dir} is untouched"
+        return f"build interrupted; {kept_export(self.out_dir)}"
+
+
+def kept_export(out_dir: Path) -> str:
+    """What a build that stopped before its swap left at ``out_dir``, as a clause:
+    ``the previous export at DIR is untouched``, or ``nothing was written to DIR`` when
+    there was none."""
+    if Path(out_dir).exists():
+        return f"the previous export at {out_dir} is untouched"
+    return f"nothing was written to {out_dir}"
 
 
 def _dataset_info(config: str, rel: ReleaseSource, writer: ConfigShardWriter, tmp: Path) -> datasets.DatasetInfo:

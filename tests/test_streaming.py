@@ -147,3 +147,30 @@ def test_load_check_reports_the_same_problems_in_one_or_two_processes(export_dir
     assert two == load_problems(out, CONFIGS, infos, processes=1)
     # datasets resolves every config's data files, so each load fails; reported in config order
     assert [line.split(":")[0] for line in two] == [f"load_dataset(export, {c!r}) failed" for c in CONFIGS]
+
+
+def test_stop_pool_terminates_a_pool_and_kills_workers_when_terminate_hangs():
+    import multiprocessing
+    import signal
+    import threading
+    import time
+
+    from composition.plans import stop_pool, worker_pool
+
+    pool = worker_pool(2)
+    assert pool.map(abs, [-1, -2, 3]) == [1, 2, 3]
+    workers = multiprocessing.active_children()
+    stop_pool(pool)
+    assert len(workers) == 2 and all(not w.is_alive() for w in workers)
+
+    class StuckPool:  # what a pool whose result thread waits for a half-written result does
+        def terminate(self):
+            threading.Event().wait()
+
+    child = multiprocessing.get_context("fork").Process(target=time.sleep, args=(60,))
+    child.start()
+    started = time.perf_counter()
+    stop_pool(StuckPool(), timeout=0.5)
+    child.join(10)
+    assert child.exitcode == -signal.SIGKILL
+    assert time.perf_counter() - started < 10

@@ -281,6 +281,21 @@ def test_ctrl_c_is_one_line_exit_130_and_keeps_the_previous_export(tmp_path, cap
     assert BuildInterrupted(out, True).message() == f"build interrupted after the new export was installed at {out}"
 
 
+def test_ctrl_c_during_the_report_says_the_export_is_in_place(tmp_path, capsys, monkeypatch, fake_writer):
+    out = tmp_path / "exbind"
+    fake_writer.append("new")
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("exbind.ReleaseRun", lambda *a, **k: None)
+    monkeypatch.setattr("reports.report.print_release_report", interrupted)
+    assert main(["build", "--out", str(out)]) == 130
+    captured = capsys.readouterr()
+    assert captured.err.splitlines()[-1] == f"report interrupted; the export at {out} is complete and in place"
+    assert _label(out) == "new"
+
+
 def test_sigint_during_a_pooled_build_prints_one_line(tmp_path, capsys, monkeypatch):
     """Also the two-process overlap: a second build while the first generates is refused."""
     out = tmp_path / "exbind"
@@ -298,7 +313,7 @@ def test_sigint_during_a_pooled_build_prints_one_line(tmp_path, capsys, monkeypa
     proc.send_signal(signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 130, stderr
-    assert stderr == f"build interrupted; the previous export at {out} is untouched\n"
+    assert stderr == f"build interrupted; nothing was written to {out}\n"
     assert not out.exists() and _siblings(out) == [".exbind.lock"]
 
 
