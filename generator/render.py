@@ -29,7 +29,6 @@ import os
 import signal
 import stat
 import struct
-import tempfile
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from multiprocessing import get_context
@@ -40,6 +39,7 @@ import cairocffi
 import cairosvg
 
 from generator.families.relational import GRID_COLS, GRID_ROWS
+from generator.files import make_temp_file
 
 CELL = 80  # px per latent grid cell
 MARGIN = 20  # px around the grid
@@ -249,7 +249,8 @@ def read_entry(path: Path) -> Optional[bytes]:
 
 def write_entry(path: Path, png: bytes) -> bool:
     """Store a PNG at ``path`` atomically (a temporary file in the same folder, then
-    ``os.replace``), so concurrent writers and readers only ever see whole entries.
+    ``os.replace``; the umask mode, :func:`generator.files.make_temp_file`), so concurrent
+    writers and readers only ever see whole entries.
 
     Returns:
         True when stored; False when the PNG is over :data:`MAX_CACHED_PNG_BYTES` or the
@@ -261,7 +262,7 @@ def write_entry(path: Path, png: bytes) -> bool:
     tmp = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".bin", dir=path.parent)
+        fd, tmp = make_temp_file(path.parent, prefix=".tmp-", suffix=".bin")
         with os.fdopen(fd, "wb") as fh:
             fh.write(hashlib.sha256(png).digest())
             fh.write(png)

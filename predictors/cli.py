@@ -8,7 +8,7 @@ alone as ``python -m predictors.cli predict ...``::
     python exbind.py score --config targeted_table --predictions preds/bm25.jsonl
 
 Exit status: 0 written; 2 for input it cannot use (missing export, unknown config, bad
-``--fuse``), with the reason on stderr.
+``--fuse``, an ``--out`` that cannot be written), with the reason on stderr.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import argparse
 import sys
 from typing import Optional
 
+from generator.files import OutputPathError, cannot_write, check_output_path
 from predictors import DEFAULT_FUSE, DEFAULT_SEED, PREDICTORS, load_config_rows, predict, write_jsonl
 
 EPILOG = (
@@ -58,6 +59,11 @@ def add_arguments(subparsers) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     """Execute a parsed ``predict`` command; returns the exit status (0 or 2)."""
     try:
+        check_output_path("--out", args.out)
+    except OutputPathError as exc:
+        print(f"predict: {exc}", file=sys.stderr)
+        return 2
+    try:
         rows = load_config_rows(args.export, args.config)
     except (FileNotFoundError, ValueError) as exc:
         print(f"predict: {exc}", file=sys.stderr)
@@ -71,7 +77,11 @@ def run(args: argparse.Namespace) -> int:
     from predictors.run_files import identity_fields
 
     identity = identity_fields(args.export, args.config)
-    path = write_jsonl(args.out, [{"case_id": p["case_id"], **identity, **p} for p in preds])
+    try:
+        path = write_jsonl(args.out, [{"case_id": p["case_id"], **identity, **p} for p in preds])
+    except OSError as exc:  # the path turned unwritable after the check
+        print(f"predict: {cannot_write('--out', args.out, exc.strerror or type(exc).__name__)}", file=sys.stderr)
+        return 2
     abstained = sum(p["output"] == "" for p in preds)
     note = f" ({abstained} abstentions)" if args.predictor in ("lexical_only", "type_only", "structural_oracle") else ""
     print(f"predict: {len(preds)} predictions of {args.predictor} on {args.config}{note} -> {path}")

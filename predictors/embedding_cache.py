@@ -36,7 +36,8 @@ that encodes the same texts in the same calls gets the same bytes.) When two sha
 the same text (two cold runs at once), the shard whose name sorts first wins.
 
 Safety: every write goes to a temporary file in the same folder, then ``os.replace``, so
-concurrent builds never see half a shard; a shard whose size, checksum, model hash or
+concurrent builds never see half a shard (the file gets the umask mode:
+:func:`generator.files.make_temp_file`); a shard whose size, checksum, model hash or
 dimension is wrong is reported (:class:`EmbeddingCacheWarning`), ignored and removed, and
 its texts are encoded again. Reads are bounded (:data:`MAX_SHARD_BYTES` per shard,
 :data:`MAX_CACHE_BYTES` per model folder). An unwritable cache only warns: the report
@@ -50,7 +51,6 @@ import hashlib
 import json
 import os
 import struct
-import tempfile
 import time
 import warnings
 from importlib import metadata
@@ -58,6 +58,8 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 import numpy as np
+
+from generator.files import make_temp_file
 
 ENV_CACHE_DIR = "EXBIND_CACHE_DIR"
 ENV_SWITCH = "EXBIND_EMBEDDING_CACHE"
@@ -203,7 +205,7 @@ def _atomic_write(dest: Path, data: bytes) -> None:
     """Write ``data`` to ``dest`` through a temporary file in the same folder and
     ``os.replace`` (readers see the old file or the whole new one, never a part)."""
     dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=".tmp-", suffix=".part")
+    fd, tmp = make_temp_file(dest.parent, prefix=".tmp-", suffix=".part")
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)

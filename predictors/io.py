@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Iterable
+
+from generator.files import make_temp_file
 
 
 def load_config_rows(export: str | os.PathLike, config: str) -> list[dict]:
@@ -62,7 +63,8 @@ def write_jsonl(path: str | os.PathLike, predictions: Iterable[dict]) -> Path:
     """Write prediction dicts as JSON Lines, atomically (temporary file + ``os.replace``).
 
     A reader never sees a half-written file: either the previous file or the complete new
-    one. Parent folders are created.
+    one, with the mode ``open`` gives (the umask applies; :func:`generator.files.make_temp_file`).
+    Parent folders are created.
 
     Args:
         path: destination file.
@@ -78,7 +80,7 @@ def write_jsonl(path: str | os.PathLike, predictions: Iterable[dict]) -> Path:
     """
     dest = Path(path)
     dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
+    fd, tmp = make_temp_file(dest.parent, prefix=f".{dest.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             for pred in predictions:

@@ -46,6 +46,8 @@ import tempfile
 from pathlib import Path
 from typing import Callable, Iterator, Optional
 
+from generator.files import blocking_file, cannot_write
+
 MANIFEST_NAME = "exbind_manifest.json"
 REPO_ROOT = Path(__file__).resolve().parent.parent
 _SHOW = 10  # unexpected files named in a refusal
@@ -108,7 +110,7 @@ def check_export_target(out_dir: os.PathLike | str) -> Path:
 
     Raises:
         ExportPathError: when the path contains the working folder or this repository, is
-            an existing file, or is a non-empty folder that is not exactly a previous export
+            an existing file or under one, or is a non-empty folder that is not exactly a previous export
             (no or unparsable ``exbind_manifest.json``, or files the manifest does not list;
             the message names them).
     """
@@ -120,6 +122,9 @@ def check_export_target(out_dir: os.PathLike | str) -> Path:
                               "choose a dedicated folder such as ./exbind")
     if out.exists() and not out.is_dir():
         raise ExportPathError(f"--out {out_dir!s} is an existing file; choose a folder path")
+    blocker = blocking_file(out.parent)
+    if blocker is not None:
+        raise ExportPathError(cannot_write("--out", out_dir, f"{blocker} is not a directory"))
     try:
         if not out.is_dir() or not any(out.iterdir()):
             return out

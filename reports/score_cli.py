@@ -12,9 +12,11 @@ import json
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any, Callable, Optional
 
 from exbind_aggregate import click_summary
 
+from generator.files import OutputPathError, cannot_write, check_output_path
 from predictors.io import write_jsonl
 from publishing.eval_files import (EvalResultsError, add_eval_results_arguments, eval_results_argument_error,
                                    write_eval_results_from_args)
@@ -59,6 +61,42 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=BOOTSTRAP_SEED, help="paired bootstrap seed")
 
 
+# Output options of ``score``: (argument name, option, is a folder); checked before scoring.
+_OUTPUTS = (("per_case", "--per-case", False), ("compare_per_case", "--compare-per-case", False),
+            ("json", "--json", False), ("plots", "--plots", True), ("eval_results", "--eval-results", True))
+
+
+def _output_path_error(args: argparse.Namespace) -> Optional[str]:
+    """The one-line message for the first output path of ``args`` that cannot be written, else None
+    (:func:`generator.files.check_output_path`; missing parent folders are created)."""
+    for name, option, folder in _OUTPUTS:
+        path = getattr(args, name, None)
+        if path is not None:
+            try:
+                check_output_path(option, path, folder=folder)
+            except OutputPathError as exc:
+                return str(exc)
+    return None
+
+
+class _Unwritable(Exception):
+    """An output write failed with an ``OSError`` after the check; the message is the line to print."""
+
+
+def _write(option: str, path: Path, write: Callable[..., Any], *args) -> Any:
+    """``write(*args)``, its ``OSError`` turned into :class:`_Unwritable` (:func:`generator.files.cannot_write`)."""
+    try:
+        return write(*args)
+    except OSError as exc:
+        raise _Unwritable(cannot_write(option, path, exc.strerror or type(exc).__name__)) from None
+
+
+def _write_json(path: Path, payload: dict) -> None:
+    """``--json``: the payload as indented JSON (parent folders created)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+
+
 def _write_jsonl(path: Path, records: list[dict]) -> None:
     """Per-case records as JSON Lines: atomic (temporary file + ``os.replace``) and encodable
     (a lone surrogate in a parsed id is written as an ASCII escape); see
@@ -101,6 +139,10 @@ def run(args: argparse.Namespace) -> int:
     if eval_results_argument_error(args):
         print(f"error: {eval_results_argument_error(args)}", file=sys.stderr)
         return 2
+    output_error = _output_path_error(args)
+    if output_error:
+        print(f"error: {output_error}", file=sys.stderr)
+        return 2
     try:
         report = build_report(args.config, args.export, args.predictions, compare_config=args.compare_config,
                               compare_path=args.compare, allow_unknown=args.allow_unknown,
@@ -118,34 +160,51 @@ def run(args: argparse.Namespace) -> int:
     clicks = click_summary(report["records"])
     if clicks and clicks["frame_warning"]:
         print(f"warning: {clicks['frame_warning']}", file=sys.stderr)
+    try:
+        return _write_outputs(report, args)
+    except _Unwritable as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _write_outputs(report: dict, args: argparse.Namespace) -> int:
+    """Write the files ``score`` was asked for and print one line each; returns the exit status.
+
+    Raises:
+        _Unwritable: a write failed (the paths were checked before scoring; this is the last resort).
+    """
     if args.per_case:
-        _write_jsonl(args.per_case, report["records"])
+        _write("--per-case", args.per_case, _write_jsonl, args.per_case, report["records"])
         print(f"per-case: wrote {len(report['records'])} records (scores, gold, raw output) to {args.per_case}")
     if args.compare_per_case and "compare" in report:
-        _write_jsonl(args.compare_per_case, report["compare"]["records"])
+        _write("--compare-per-case", args.compare_per_case, _write_jsonl, args.compare_per_case,
+               report["compare"]["records"])
         print(f"per-case: wrote {len(report['compare']['records'])} --compare records to {args.compare_per_case}")
     if args.json:
         slim = {k: v for k, v in report.items() if k != "records"}
         if "compare" in slim:
             slim["compare"] = {k: v for k, v in slim["compare"].items() if k != "records"}
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(slim, indent=2) + "\n", encoding="utf-8")
+        _write("--json", args.json, _write_json, args.json, slim)
         print(f"json: wrote the report (without per-case records) to {args.json}")
     try:
-        eval_results = write_eval_results_from_args(report, args)
+        eval_results = _write("--eval-results", args.eval_results, write_eval_results_from_args, report, args)
     except EvalResultsError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if eval_results is not None:
         print(f"eval results: wrote {eval_results}")
     if args.plots:
-        written = write_plots(report, args.export, args.plots, args.cache_dir)
+        written = _write("--plots", args.plots, write_plots, report, args.export, args.plots, args.cache_dir)
         print(f"plots: wrote {len(written)} PNG file(s) to {args.plots}: " + ", ".join(p.name for p in written))
     return 0
 
 
 def _run_folders(args: argparse.Namespace) -> int:
     """``score --run DIR`` / ``score --compare-runs DIR_A DIR_B`` (:mod:`reports.run_reports`)."""
+    output_error = _output_path_error(args)
+    if output_error:
+        print(f"error: {output_error}", file=sys.stderr)
+        return 2
     try:
         if args.compare_runs:
             result = compare_runs(args.compare_runs[0], args.compare_runs[1], args.export, args.cache_dir,
@@ -160,8 +219,11 @@ def _run_folders(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+        try:
+            _write("--json", args.json, _write_json, args.json, payload)
+        except _Unwritable as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
     return 0
 
 

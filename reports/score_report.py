@@ -73,22 +73,27 @@ def _list_ids(ids: list[str]) -> str:
     return shown + (f", ... and {len(ids) - _SHOW_IDS} more" if len(ids) > _SHOW_IDS else "")
 
 
-def read_predictions(path: Path) -> dict[str, str]:
+def read_predictions(path: Path, option: str = "--predictions") -> dict[str, str]:
     """Read a predictions JSONL file.
 
     Args:
         path: one JSON object per line with a string ``case_id`` and a string ``output``
             (the raw model output); blank lines are skipped, other keys ignored.
+        option: the command-line option that named ``path`` (``--compare``), for the message
+            when it is a directory.
 
     Returns:
         ``{case_id: output}`` in file order.
 
     Raises:
-        ScoreInputError: the file is missing; a line is not valid UTF-8, is not a JSON object or lacks a string
-            ``case_id`` / ``output`` (the message names the line number); or case ids repeat
+        ScoreInputError: the file is missing or a directory; a line is not valid UTF-8, is not a
+            JSON object or lacks a string ``case_id`` / ``output`` (a ``case_id`` of another type
+            or an empty one is named as such; the message names the line number); or case ids repeat
             (the message lists every repeated id with its line numbers).
     """
     path = Path(path)
+    if path.is_dir():
+        raise ScoreInputError(f"{option} {path} is a directory; pass a JSONL file")
     if not path.is_file():
         raise ScoreInputError(f"{path}: predictions file not found")
     out: dict[str, str] = {}
@@ -110,8 +115,13 @@ def read_predictions(path: Path) -> dict[str, str]:
             if not isinstance(obj, dict):
                 raise ScoreInputError(f"{path}:{number}: expected a JSON object, got {type(obj).__name__}")
             case_id = obj.get("case_id")
-            if not isinstance(case_id, str) or not case_id:
+            if case_id is None:
                 raise ScoreInputError(f"{path}:{number}: missing string field `case_id`")
+            if not isinstance(case_id, str):
+                raise ScoreInputError(
+                    f"{path}:{number}: field `case_id` must be a string, got {type(case_id).__name__}")
+            if not case_id:
+                raise ScoreInputError(f"{path}:{number}: field `case_id` is empty; give the released case id")
             if "output" not in obj:
                 raise ScoreInputError(f"{path}:{number}: case {case_id!r} has no `output` field (the raw model output)")
             if not isinstance(obj["output"], str):
@@ -307,8 +317,8 @@ def build_report(config: str, export_dir: Path, predictions_path: Path, *, compa
             :func:`score_cases`, :func:`check_file_identity`; an empty file without
             ``allow_missing``.
     """
-    def one(cfg: str, path: Path) -> dict:
-        predictions = read_predictions(path)
+    def one(cfg: str, path: Path, option: str) -> dict:
+        predictions = read_predictions(path, option)
         if not predictions and not allow_missing:
             raise ScoreInputError(f"{path}: empty predictions file (no case id); nothing was predicted "
                                   "(pass --allow-missing to score every case as unresolved)")
@@ -327,9 +337,9 @@ def build_report(config: str, export_dir: Path, predictions_path: Path, *, compa
             "records": scored["records"],
         }
 
-    report = one(config, predictions_path)
+    report = one(config, predictions_path, "--predictions")
     if compare_path is not None:
-        report["compare"] = one(compare_config or config, compare_path)
+        report["compare"] = one(compare_config or config, compare_path, "--compare")
         report["paired"] = _paired_section(report["records"], report["compare"]["records"], resamples, seed)
     return report
 

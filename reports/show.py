@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Optional
 
 from exbind_scoring import score_prediction
+from generator.files import OutputPathError, cannot_write, check_output_path
 
 GOLD_COLOUR = (0, 160, 0)
 PREDICTED_COLOUR = (220, 0, 0)
@@ -29,6 +30,13 @@ SEARCH_ORDER = ("broad", "targeted_table", "targeted_hierarchy", "legacy_bridge"
 
 class CaseNotFound(LookupError):
     """The case id is in none of the searched configs of the export."""
+
+
+def export_path_text(export: str | os.PathLike) -> str:
+    """``export`` as a path a ``datasets.load_dataset`` call reads as a folder: ``exbind`` becomes
+    ``./exbind`` (a bare name would be looked up on the Hub)."""
+    text = str(export)
+    return text if os.path.isabs(text) or text.startswith(("./", "../")) or text in (".", "..") else f"./{text}"
 
 
 def find_case(export: str | os.PathLike, case_id: str, config: Optional[str] = None) -> tuple[str, dict]:
@@ -51,9 +59,10 @@ def find_case(export: str | os.PathLike, case_id: str, config: Optional[str] = N
         if case_id in ids:
             return name, ds[ids.index(case_id)]
     where = f"config {config!r}" if config else "any config"
-    raise CaseNotFound(f"case id {case_id!r} is not in {where} of {export}; "
-                       f"list ids with: python -c \"import datasets; print(datasets.load_dataset('{export}', "
-                       f"'broad', split='test')['case_id'][:5])\"")
+    path = export_path_text(export)
+    raise CaseNotFound(f"case id {case_id!r} is not in {where} of {path}; "
+                       f"list ids with: python -c \"import datasets; print(datasets.load_dataset({path!r}, "
+                       f"{configs[0]!r}, split='test')['case_id'][:5])\"")
 
 
 def describe(row: dict, prediction: Optional[str] = None) -> tuple[str, Optional[dict]]:
@@ -65,7 +74,7 @@ def describe(row: dict, prediction: Optional[str] = None) -> tuple[str, Optional
     """
     lines = [
         f"case: {row['case_id']}  format: {row['format']}  family: {row['family']}  "
-        f"condition: {row.get('condition')}",
+        f"condition: {'-' if row.get('condition') is None else row['condition']}",
         f"instruction: {row['instruction']}",
         "candidates (as the model sees them):",
     ]
@@ -136,9 +145,15 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def run(args) -> int:
-    """Run ``exbind show``; exit status 0, or 2 when the export or case is missing."""
+    """Run ``exbind show``; exit status 0, or 2 when the export or case is missing or ``--png`` cannot be written."""
     import datasets
 
+    if args.png is not None:
+        try:
+            check_output_path("--png", args.png)
+        except OutputPathError as exc:
+            print(f"show: {exc}")
+            return 2
     if not (Path(args.export) / "exbind_manifest.json").is_file():
         print(f"show: {args.export!r} is not an ExBind export; build one with: exbind build --out {args.export}")
         return 2
@@ -153,7 +168,12 @@ def run(args) -> int:
         return 2
     text, record = describe(row, args.prediction)
     print(f"config: {config}\n{text}")
-    png = draw_boxes(row, record, args.png or f"{args.case_id}.png")
+    png_path = args.png or f"{args.case_id}.png"
+    try:
+        png = draw_boxes(row, record, png_path)
+    except OSError as exc:  # the default ./<case_id>.png, or a path that turned unwritable after the check
+        print(f"show: {cannot_write('--png', png_path, exc.strerror or type(exc).__name__)}")
+        return 2
     if png is not None:
         print(f"wrote {png} (candidate boxes; gold green, wrong prediction red)")
     return 0

@@ -346,6 +346,10 @@ def test_cli_predict_errors(export_dir, tmp_path, capsys):
                      "--export", str(export_dir), "--out", str(out)]) == 2
     assert "fuse applies" in capsys.readouterr().err
     assert not out.exists()
+    assert cli_main(["predict", "--config", "broad", "--predictor", "random", "--export", str(export_dir),
+                     "--out", "/proc/x/y.jsonl"]) == 2
+    assert capsys.readouterr().err == ("predict: --out /proc/x/y.jsonl: cannot write there (No such file or "
+                                       "directory); choose a writable path\n")
     with pytest.raises(SystemExit):
         cli_main(["predict", "--config", "broad", "--predictor", "nope", "--out", str(out)])
     assert PREDICTORS == ("random", "lexical_only", "type_only", "structural_oracle", "rank_random",

@@ -283,6 +283,8 @@ def test_unknown_case_ids_fail_unless_allowed(capsys, export_dir, files, tmp_pat
     ("not json", "bad.jsonl:2: not a JSON object"),
     ("[1, 2]", "bad.jsonl:2: expected a JSON object, got list"),
     ('{"output": "{}"}', "bad.jsonl:2: missing string field `case_id`"),
+    ('{"case_id": 5, "output": "{}"}', "bad.jsonl:2: field `case_id` must be a string, got int"),
+    ('{"case_id": "", "output": "{}"}', "bad.jsonl:2: field `case_id` is empty; give the released case id"),
     ('{"case_id": "a"}', "bad.jsonl:2: case 'a' has no `output` field"),
     ('{"case_id": "a", "output": {"cell_id": "x"}}', "`output` must be the raw model output as a string, got dict"),
 ])
@@ -343,6 +345,63 @@ def test_clicks_in_the_wrong_frame_warn(capsys, export_dir, rows, tmp_path):
     (warning,) = [line for line in err.splitlines() if "clicks lie outside" in line]
     outside = int(warning.split("warning: ")[1].split(" of ")[0])
     assert warning.startswith(f"warning: {outside} of 50 clicks lie outside the image") and outside > 25
+
+
+def test_output_paths_are_checked_before_scoring(capsys, export_dir, files, tmp_path):
+    """A bad --per-case / --json / --plots is one line and exit 2 before any report (no traceback after it)."""
+    afile = tmp_path / "somefile.txt"
+    afile.write_text("x", encoding="utf-8")
+    preds = ("--config", "targeted_table", "--predictions", files["targeted_table", "oracle"])
+    for args, message in (
+        (("--json", afile / "x.json"),
+         f"--json {afile}/x.json: cannot write there ({afile} is not a directory); choose a writable path"),
+        (("--per-case", afile / "sub" / "y.jsonl"),
+         f"--per-case {afile}/sub/y.jsonl: cannot write there ({afile} is not a directory); choose a writable path"),
+        (("--plots", afile), f"--plots {afile} is an existing file; choose a folder path"),
+        (("--json", tmp_path), f"--json {tmp_path} is a directory; choose a file path"),
+        (("--per-case", "/proc/x/y.jsonl"),
+         "--per-case /proc/x/y.jsonl: cannot write there (No such file or directory); choose a writable path"),
+    ):
+        assert _run(capsys, export_dir, *preds, *args) == (2, "", f"error: {message}\n")
+    assert _run(capsys, export_dir, "--run", tmp_path, "--json", afile / "x.json")[::2] == (
+        2, f"error: --json {afile}/x.json: cannot write there ({afile} is not a directory); choose a writable path\n")
+
+
+def test_write_failure_after_the_check_is_one_line(capsys, export_dir, files, tmp_path, monkeypatch):
+    def refuse(path, records):
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr("reports.score_cli.write_jsonl", refuse)
+    per_case = tmp_path / "scores.jsonl"
+    code, out, err = _run(capsys, export_dir, "--config", "targeted_table",
+                          "--predictions", files["targeted_table", "oracle"], "--per-case", per_case)
+    assert code == 2 and "scored 120 rows" in out
+    assert err == f"error: --per-case {per_case}: cannot write there (Permission denied); choose a writable path\n"
+
+
+def test_a_directory_as_predictions_is_named(capsys, export_dir, files, tmp_path):
+    assert _run(capsys, export_dir, "--config", "targeted_table", "--predictions", tmp_path) == (
+        2, "", f"error: --predictions {tmp_path} is a directory; pass a JSONL file\n")
+    assert _run(capsys, export_dir, "--config", "targeted_table", "--predictions", files["targeted_table", "oracle"],
+                "--compare", tmp_path) == (2, "", f"error: --compare {tmp_path} is a directory; pass a JSONL file\n")
+
+
+def test_per_case_file_gets_the_umask_mode(capsys, export_dir, files, tmp_path, monkeypatch):
+    """Written through mkstemp (0600) but chmod-ed as ``open`` would: 0644 under umask 022."""
+    import os
+    import stat
+
+    import generator.files
+
+    old = os.umask(0o022)
+    try:
+        monkeypatch.setattr(generator.files, "_UMASK", generator.files._read_umask())
+        per_case = tmp_path / "scores.jsonl"
+        assert _run(capsys, export_dir, "--config", "targeted_table", "--predictions",
+                    files["targeted_table", "oracle"], "--per-case", per_case)[0] == 0
+        assert stat.S_IMODE(per_case.stat().st_mode) == 0o644
+    finally:
+        os.umask(old)
 
 
 def test_missing_export_and_unknown_config(capsys, export_dir, files, tmp_path):

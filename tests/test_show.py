@@ -49,3 +49,43 @@ def test_show_cli_exit_codes(export_dir, tmp_path, capsys):
     assert main(["show", "broad_relational_0000__svg", "--export", str(export_dir), "--config", "broad",
                  "--png", str(tmp_path / "a.png")]) == 0
     assert (tmp_path / "a.png").is_file()
+
+
+def test_show_png_path_is_checked_first_and_write_errors_are_one_line(export_dir, tmp_path, capsys, monkeypatch):
+    afile = tmp_path / "somefile.txt"
+    afile.write_text("x", encoding="utf-8")
+    case = ["show", "broad_relational_0000__svg", "--export", str(export_dir), "--config", "broad"]
+    assert main([*case, "--png", "/proc/x/a.png"]) == 2
+    assert capsys.readouterr().out == ("show: --png /proc/x/a.png: cannot write there (No such file or directory); "
+                                       "choose a writable path\n")
+    assert main([*case, "--png", str(afile / "a.png")]) == 2
+    assert capsys.readouterr().out == (f"show: --png {afile}/a.png: cannot write there ({afile} is not a directory); "
+                                       "choose a writable path\n")
+    assert main([*case, "--png", str(tmp_path)]) == 2
+    assert capsys.readouterr().out == f"show: --png {tmp_path} is a directory; choose a file path\n"
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr("PIL.Image.Image.save", refuse)
+    assert main([*case, "--png", str(tmp_path / "b.png")]) == 2
+    assert capsys.readouterr().out.splitlines()[-1] == (f"show: --png {tmp_path / 'b.png'}: cannot write there "
+                                                        "(Permission denied); choose a writable path")
+
+
+def test_show_hint_names_the_export_path(export_dir, capsys, monkeypatch):
+    monkeypatch.chdir(export_dir.parent)
+    assert main(["show", "nope_case", "--config", "broad"]) == 2
+    assert capsys.readouterr().out == (
+        "show: case id 'nope_case' is not in config 'broad' of ./exbind; list ids with: python -c \"import datasets; "
+        "print(datasets.load_dataset('./exbind', 'broad', split='test')['case_id'][:5])\"\n")
+    assert main(["show", "nope_case", "--export", str(export_dir), "--config", "targeted_table"]) == 2
+    assert f"datasets.load_dataset('{export_dir}', 'targeted_table', split='test')" in capsys.readouterr().out
+
+
+def test_show_prints_a_dash_for_no_condition():
+    row = {"case_id": "c", "format": "table", "family": "table", "condition": None, "instruction": "i",
+           "candidates": [], "gold": "{}", "gold_rank": 1}
+    assert describe(row)[0].splitlines()[0] == "case: c  format: table  family: table  condition: -"
+    assert describe({**row, "condition": "compact"})[0].splitlines()[0] == (
+        "case: c  format: table  family: table  condition: compact")

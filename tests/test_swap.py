@@ -325,6 +325,15 @@ def test_unwritable_out_fails_before_generation(capsys, monkeypatch):
     assert err.rstrip().endswith("choose a writable --out")
 
 
+def test_out_under_a_file_names_the_file(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr("exbind.ReleaseRun", lambda *a, **k: pytest.fail("generation must not start"))
+    afile = tmp_path / "somefile.txt"
+    afile.write_text("x")
+    assert main(["build", "--out", str(afile / "sub"), "--quiet"]) == 2
+    assert capsys.readouterr().err == (f"build refused: --out {afile}/sub: cannot write there ({afile} is not a "
+                                       "directory); choose a writable path\n")
+
+
 def test_export_folder_follows_the_umask(tmp_path, fake_writer):
     old = os.umask(0o022)
     try:

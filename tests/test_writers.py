@@ -9,8 +9,14 @@ ASCII escape, leave no temporary file, and read back to the same record.
 from __future__ import annotations
 
 import json
+import os
+import stat
 
 import pytest
+
+import generator.files
+from generator.render import write_entry
+from predictors.embedding_cache import _atomic_write
 
 from exbind_scoring import score_prediction
 from composition.release import broad_plans, generate_latent
@@ -55,3 +61,21 @@ def test_write_jsonl_is_atomic_on_failure(tmp_path):
         write_jsonl(dest, [{"n": 2}, {"n": float("nan")}])
     assert dest.read_text(encoding="utf-8") == '{"n": 1}\n'  # the previous file, untouched
     assert [p.name for p in tmp_path.iterdir()] == ["scores.jsonl"]
+
+
+def test_temp_file_writers_give_the_umask_mode(tmp_path, monkeypatch):
+    """mkstemp creates 0600; every atomic writer chmods to ``0o666 & ~umask`` like ``open`` (0644 under 022)."""
+    old = os.umask(0o022)
+    try:
+        monkeypatch.setattr(generator.files, "_UMASK", generator.files._read_umask())
+        assert generator.files._UMASK == 0o022 and os.umask(0o022) == 0o022  # read and set back
+        write_jsonl(tmp_path / "a.jsonl", [{"n": 1}])
+        assert write_entry(tmp_path / "b.bin", b"png")
+        _atomic_write(tmp_path / "c.part", b"shard")
+        assert {p.name: stat.S_IMODE(p.stat().st_mode) for p in tmp_path.iterdir()} == {
+            "a.jsonl": 0o644, "b.bin": 0o644, "c.part": 0o644}
+        monkeypatch.setattr(generator.files, "_UMASK", 0o077)
+        write_jsonl(tmp_path / "a.jsonl", [{"n": 2}])
+        assert stat.S_IMODE((tmp_path / "a.jsonl").stat().st_mode) == 0o600
+    finally:
+        os.umask(old)

@@ -1,0 +1,102 @@
+"""Output files: the mode of atomically written files and the checks of output paths.
+
+- Writers that go through a temporary file and ``os.replace`` create it with
+  :func:`make_temp_file`, which gives it the mode ``open`` would (``0o666 & ~umask``), not
+  ``tempfile.mkstemp``'s 0600, so every output of the project has the same mode.
+- Commands check their output paths with :func:`check_output_path` before doing the work,
+  so a path that cannot be written is one line (:func:`cannot_write`) and exit status 2,
+  never a traceback after the report was printed.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import tempfile
+from pathlib import Path
+from typing import Optional
+
+
+def _read_umask() -> int:
+    """The process umask; ``os.umask`` can only be read by setting it, so it is set back at once."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+# Read once, at import (before any worker thread writes a file), never changed here.
+_UMASK = _read_umask()
+
+
+def file_mode() -> int:
+    """The mode ``open`` gives a new file under this process's umask: ``0o666 & ~umask``."""
+    return 0o666 & ~_UMASK
+
+
+def make_temp_file(folder: str | os.PathLike, prefix: str, suffix: str) -> tuple[int, str]:
+    """``tempfile.mkstemp`` in ``folder`` with the file mode of :func:`file_mode` (not 0600).
+
+    Returns:
+        ``(fd, path)`` as ``mkstemp``; the caller writes, then ``os.replace``\\ s the path.
+    """
+    fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=suffix, dir=folder)
+    try:
+        os.fchmod(fd, file_mode())
+    except BaseException:
+        os.close(fd)
+        os.unlink(tmp)
+        raise
+    return fd, tmp
+
+
+class OutputPathError(ValueError):
+    """An output path that cannot be written; the message is one line naming the option and the fix."""
+
+
+def cannot_write(option: str, path: str | os.PathLike, reason: str) -> str:
+    """The one-line message for an output path that cannot be written, e.g.
+    ``--per-case /proc/x/y.jsonl: cannot write there (No such file or directory); choose a writable path``."""
+    return f"{option} {path}: cannot write there ({reason}); choose a writable path"
+
+
+def blocking_file(folder: str | os.PathLike) -> Optional[Path]:
+    """The nearest existing ancestor of ``folder`` (itself included) when it is not a folder,
+    so ``folder`` cannot be created under it; ``None`` when it can be."""
+    path = Path(os.path.abspath(folder))
+    while not os.path.exists(path) and path != path.parent:
+        path = path.parent
+    return None if path.is_dir() else path
+
+
+def check_output_path(option: str, path: str | os.PathLike, *, folder: bool = False) -> Path:
+    """Check an output path before any work, creating its missing parent folders.
+
+    Args:
+        option: the command-line option that named it (``--per-case``), for the message.
+        path: the file to write, or with ``folder`` the folder to write files into.
+        folder: ``path`` is a folder (``--plots DIR``): it may exist as a folder.
+
+    Returns:
+        ``path`` as a :class:`~pathlib.Path`.
+
+    Raises:
+        OutputPathError: ``path`` is an existing folder (a file was asked for) or an existing
+            file (a folder was asked for), or its parent is not a folder, cannot be created or
+            is not writable.
+    """
+    path = Path(path)
+    if folder and path.exists() and not path.is_dir():
+        raise OutputPathError(f"{option} {path} is an existing file; choose a folder path")
+    if not folder and path.is_dir():
+        raise OutputPathError(f"{option} {path} is a directory; choose a file path")
+    target = path if folder and path.is_dir() else path.parent
+    blocker = blocking_file(target)
+    if blocker is not None:
+        raise OutputPathError(cannot_write(option, path, f"{blocker} is not a directory"))
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputPathError(cannot_write(option, path, exc.strerror or type(exc).__name__)) from None
+    if not os.access(target, os.W_OK | os.X_OK):
+        raise OutputPathError(cannot_write(option, path, os.strerror(errno.EACCES)))
+    return path
