@@ -49,6 +49,35 @@ def make_temp_file(folder: str | os.PathLike, prefix: str, suffix: str) -> tuple
     return fd, tmp
 
 
+def write_bytes_atomic(dest: str | os.PathLike, data: bytes) -> Path:
+    """Write ``data`` to ``dest`` through a temporary file in the same folder (mode of
+    :func:`file_mode`), fsync and ``os.replace``: readers see the old file or the whole new
+    one, never a part. Parent folders are created.
+
+    Returns:
+        ``dest`` as a :class:`~pathlib.Path`.
+
+    Raises:
+        OSError: the folder cannot be written (the temporary file is removed).
+    """
+    dest = Path(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = make_temp_file(dest.parent, prefix=f".{dest.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, dest)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return dest
+
+
 class OutputPathError(ValueError):
     """An output path that cannot be written; the message is one line naming the option and the fix."""
 

@@ -37,7 +37,7 @@ the same text (two cold runs at once), the shard whose name sorts first wins.
 
 Safety: every write goes to a temporary file in the same folder, then ``os.replace``, so
 concurrent builds never see half a shard (the file gets the umask mode:
-:func:`generator.files.make_temp_file`); a shard whose size, checksum, model hash or
+:func:`generator.files.write_bytes_atomic`); a shard whose size, checksum, model hash or
 dimension is wrong is reported (:class:`EmbeddingCacheWarning`), ignored and removed, and
 its texts are encoded again. Reads are bounded (:data:`MAX_SHARD_BYTES` per shard,
 :data:`MAX_CACHE_BYTES` per model folder). An unwritable cache only warns: the report
@@ -59,7 +59,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from generator.files import make_temp_file
+from generator.files import write_bytes_atomic
 
 ENV_CACHE_DIR = "EXBIND_CACHE_DIR"
 ENV_SWITCH = "EXBIND_EMBEDDING_CACHE"
@@ -202,22 +202,8 @@ def _warn(message: str) -> None:
 
 
 def _atomic_write(dest: Path, data: bytes) -> None:
-    """Write ``data`` to ``dest`` through a temporary file in the same folder and
-    ``os.replace`` (readers see the old file or the whole new one, never a part)."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = make_temp_file(dest.parent, prefix=".tmp-", suffix=".part")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, dest)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    """Write ``data`` to ``dest`` atomically (:func:`generator.files.write_bytes_atomic`)."""
+    write_bytes_atomic(dest, data)
 
 
 def encode_shard(model_key: bytes, digests: Sequence[bytes], vectors: np.ndarray) -> bytes:

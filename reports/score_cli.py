@@ -16,7 +16,7 @@ from typing import Any, Callable, Optional
 
 from exbind_aggregate import click_summary
 
-from generator.files import OutputPathError, cannot_write, check_output_path
+from generator.files import OutputPathError, cannot_write, check_output_path, write_bytes_atomic
 from predictors.io import write_jsonl
 from publishing.eval_files import (EvalResultsError, add_eval_results_arguments, eval_results_argument_error,
                                    write_eval_results_from_args)
@@ -92,9 +92,8 @@ def _write(option: str, path: Path, write: Callable[..., Any], *args) -> Any:
 
 
 def _write_json(path: Path, payload: dict) -> None:
-    """``--json``: the payload as indented JSON (parent folders created)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+    """``--json``: the payload as indented JSON, written atomically (parent folders created)."""
+    write_bytes_atomic(path, (json.dumps(payload, indent=2) + "\n").encode("utf-8"))
 
 
 def _write_jsonl(path: Path, records: list[dict]) -> None:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Optional
 
 from exbind_scoring import score_prediction
-from generator.files import OutputPathError, cannot_write, check_output_path
+from generator.files import OutputPathError, cannot_write, check_output_path, write_bytes_atomic
 
 GOLD_COLOUR = (0, 160, 0)
 PREDICTED_COLOUR = (220, 0, 0)
@@ -122,10 +122,9 @@ def draw_boxes(row: dict, record: Optional[dict], out: str | os.PathLike) -> Opt
         colour = GOLD_COLOUR if cid in gold else PREDICTED_COLOUR if cid in predicted else OTHER_COLOUR
         draw.rectangle([x, y, x + w, y + h], outline=colour, width=3 if cid in gold else 1)
         draw.text((x + 1, max(0, y - 11)), cid, fill=colour)
-    dest = Path(out)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    canvas.save(dest, format="PNG")
-    return dest
+    png = io.BytesIO()
+    canvas.save(png, format="PNG")
+    return write_bytes_atomic(out, png.getvalue())
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
