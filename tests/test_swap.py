@@ -93,6 +93,20 @@ def test_empty_manifest_in_a_folder_with_user_files_is_refused(tmp_path, capsys,
     assert (own / "thesis.tex").read_text() == "hi"
 
 
+def test_a_folder_without_a_manifest_is_refused_naming_what_it_holds(tmp_path):
+    own = tmp_path / "mydata"
+    own.mkdir()
+    for k in range(12):
+        (own / f"f{k:02d}.txt").write_text("mine")
+    with pytest.raises(ExportPathError) as info:
+        check_export_target(own)
+    assert str(info.value) == (
+        f"--out {own} is a non-empty folder that is not an ExBind export (no {MANIFEST_NAME}; it holds f00.txt, "
+        "f01.txt, f02.txt, f03.txt, f04.txt, f05.txt, f06.txt, f07.txt, f08.txt, f09.txt and 2 more); refusing to "
+        "replace it. Choose an empty or new folder")
+    assert len(list(own.iterdir())) == 12
+
+
 def test_real_export_with_extra_user_files_is_refused_naming_them(export_dir, tmp_path, capsys):
     out = tmp_path / "exbind"
     shutil.copytree(export_dir, out)
