@@ -135,6 +135,13 @@ def run(args: argparse.Namespace) -> int:
     if args.compare_config and args.compare is None:
         print("error: --compare-config needs --compare (the second predictions file)", file=sys.stderr)
         return 2
+    from composition.release import CONFIGS
+
+    for option, name in (("--config", args.config), ("--compare-config", args.compare_config)):
+        if name is not None and name not in CONFIGS:
+            print(f"error: {option} {name!r} is not an ExBind config; choose from {', '.join(CONFIGS)}",
+                  file=sys.stderr)
+            return 2
     if eval_results_argument_error(args):
         print(f"error: {eval_results_argument_error(args)}", file=sys.stderr)
         return 2

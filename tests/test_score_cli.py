@@ -410,7 +410,9 @@ def test_missing_export_and_unknown_config(capsys, export_dir, files, tmp_path):
     assert code == 2 and "not an ExBind export" in err
     code, _, err = _run(capsys, export_dir, "--config", "no_such_config",
                         "--predictions", files["targeted_table", "oracle"])
-    assert code == 2 and "cannot load config 'no_such_config'" in err
+    assert code == 2 and err.strip() == (
+        "error: --config 'no_such_config' is not an ExBind config; choose from broad, paired, targeted_table, "
+        "targeted_hierarchy, targeted_table_permuted, targeted_table_column_metadata, legacy_bridge")
 
 
 def test_paired_oracle_vs_permuted_lexical(capsys, export_dir, files, tmp_path):
