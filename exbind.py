@@ -198,9 +198,11 @@ def main(argv: list[str] | None = None) -> int:
             build.error(f"--seed must be a non-negative integer, got {args.seed}")
         configs = None if args.configs is None else [c.strip() for c in args.configs.split(",") if c.strip()]
         try:
-            check_configs(configs)
+            built = check_configs(configs)
         except ValueError as exc:
             build.error(f"--{exc}")
+        if args.legacy is not None and "legacy_bridge" not in built:
+            build.error("--legacy builds legacy_bridge, which --configs leaves out; add legacy_bridge to --configs")
         try:
             check_export_target(Path(args.out))
         except ExportPathError as exc:
@@ -267,8 +269,14 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def console_main() -> None:
-    """The ``exbind`` console command (installed by ``pip install .``): ``exbind build`` etc."""
-    sys.exit(main())
+    """The ``exbind`` console command (installed by ``pip install .``): ``exbind build`` etc.
+    Ctrl-C that a subcommand does not report itself is one line and exit status 130."""
+    try:
+        code = main()
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        code = 130
+    sys.exit(code)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ to a single-process build.
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 from dataclasses import dataclass
 from functools import partial
 from typing import Iterable, Iterator, Optional
@@ -71,7 +72,8 @@ def release_label(variant: Optional[dict]) -> str:
     """The version label of a release: :data:`RELEASE_VERSION` for the default release,
     ``"2.0.0+seed.<S>.scale.<K>"`` for a variant (``seed`` ``default`` when only the scale
     changed, ``custom`` when suite seeds were set directly; ``.configs.<a>-<b>`` appended
-    when only some configs were built)."""
+    when only some configs were built, ``.legacy.<sha256[:12]>`` when ``legacy_bridge`` came
+    from a user's legacy file, ``build --legacy``)."""
     if variant is None:
         return RELEASE_VERSION
     seed = variant.get("seed")
@@ -79,6 +81,8 @@ def release_label(variant: Optional[dict]) -> str:
     label = f"{RELEASE_VERSION}+seed.{seed}.scale.{variant['scale']}"
     if variant.get("configs"):
         label += ".configs." + "-".join(variant["configs"])
+    if variant.get("legacy_sha256"):
+        label += ".legacy." + variant["legacy_sha256"][:12]
     return label
 
 
@@ -116,8 +120,15 @@ class SuiteCheckError(RuntimeError):
     ``--seed``); ``checks`` holds the whole check table for inspection.
     """
 
-    def __init__(self, failures: list[str], checks: dict):
+    def __init__(self, failures: list[str], checks: dict, legacy_eligibility: Optional[dict] = None):
         self.failures, self.checks = failures, checks
+        if failures == ["visible_oracle/legacy_bridge"] and legacy_eligibility is not None \
+                and not legacy_eligibility.get("eligible"):
+            rejected = ", ".join(f"{k} {v}" for k, v in legacy_eligibility.get("rejected", {}).items()) or "none"
+            super().__init__(f"legacy_bridge: none of the {legacy_eligibility.get('attempted', 0)} legacy records "
+                             f"passed the legacy gates (rejected by reason: {rejected}); check the --legacy file "
+                             "against generator/legacy/README.md")
+            return
         super().__init__(f"suite-level checks failed: {', '.join(failures)} (the generated suites do not meet "
                          "the release's composition rules; with --seed, try another seed)")
 
@@ -138,7 +149,8 @@ class ReleaseRun:
             ``legacy_bridge`` comes from fixed records and is not scaled.
         configs: the configs to build (:func:`check_configs`; default all).
 
-    Any non-default seed, scale or config subset makes a labelled variant (``variant``).
+    Any non-default seed, scale, config subset or legacy file makes a labelled variant
+    (``variant``; a legacy file adds its SHA-256 as ``legacy_sha256``).
     After :meth:`records` is exhausted: ``gate_tables``, ``suite_checks``, ``latent_counts``.
 
     Raises:
@@ -163,12 +175,19 @@ class ReleaseRun:
         self.legacy_path = legacy_path
         if "legacy_bridge" in self.configs:  # a malformed or hostile file is refused before any generation
             self.legacy_inputs = read_legacy_jsonl(legacy_path if legacy_path is not None else BRIDGE_FILE)
+        legacy_sha256 = None
+        if legacy_path is not None and "legacy_bridge" in self.configs:  # a user's legacy records
+            legacy_sha256 = hashlib.sha256(Path(legacy_path).read_bytes()).hexdigest()
+            if legacy_sha256 == hashlib.sha256(Path(BRIDGE_FILE).read_bytes()).hexdigest():
+                legacy_sha256 = None  # the shipped records, named explicitly
         self.variant = None
-        if seed is not None or scale != 1 or custom or self.configs != CONFIGS:
+        if seed is not None or scale != 1 or custom or self.configs != CONFIGS or legacy_sha256:
             self.variant = {"seed": seed, "scale": scale, "custom_seeds": custom,
                             "generator_version": GENERATOR_VERSION}
             if self.configs != CONFIGS:
                 self.variant["configs"] = list(self.configs)
+            if legacy_sha256:
+                self.variant["legacy_sha256"] = legacy_sha256
             self.variant["label"] = release_label(self.variant)
         self.seeds = {"broad": broad_seed, "targeted": targeted_seed, "permutations": list(permutation_seeds)}
         self.gate_tables: Optional[dict] = None
@@ -226,7 +245,7 @@ class ReleaseRun:
         self.gate_tables, self.suite_checks, failures = summary.finish()
         self.latent_counts = {suite: len(hashes) for suite, hashes in summary.latent_hashes.items()}
         if failures:
-            raise SuiteCheckError(failures, self.suite_checks)
+            raise SuiteCheckError(failures, self.suite_checks, self.legacy_eligibility)
 
     def _tick(self) -> None:
         if self.progress is not None:

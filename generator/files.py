@@ -97,13 +97,18 @@ def blocking_file(folder: str | os.PathLike) -> Optional[Path]:
     return None if path.is_dir() else path
 
 
-def check_output_path(option: str, path: str | os.PathLike, *, folder: bool = False) -> Path:
+def check_output_path(option: str, path: str | os.PathLike, *, folder: bool = False,
+                      inputs: Optional[dict] = None, export: Optional[str | os.PathLike] = None) -> Path:
     """Check an output path before any work, creating its missing parent folders.
 
     Args:
         option: the command-line option that named it (``--per-case``), for the message.
         path: the file to write, or with ``folder`` the folder to write files into.
         folder: ``path`` is a folder (``--plots DIR``): it may exist as a folder.
+        inputs: ``{option: path}`` of files the command reads (and other outputs already
+            checked): ``path`` may be none of them, so nothing is overwritten while read.
+        export: the export folder the command reads: ``path`` may not be in it (writing
+            there would change a file its manifest hashes).
 
     Returns:
         ``path`` as a :class:`~pathlib.Path`.
@@ -114,6 +119,14 @@ def check_output_path(option: str, path: str | os.PathLike, *, folder: bool = Fa
             is not writable.
     """
     path = Path(path)
+    real = path.resolve()
+    for other_option, other in (inputs or {}).items():
+        if other is not None and Path(other).resolve() == real:
+            raise OutputPathError(f"{option} {path} is also {other_option}; choose another path")
+    if export is not None:
+        root = Path(export).resolve()
+        if real == root or root in real.parents:
+            raise OutputPathError(f"{option} {path} is inside the export {export}; choose a path outside it")
     if folder and path.exists() and not path.is_dir():
         raise OutputPathError(f"{option} {path} is an existing file; choose a folder path")
     if not folder and path.is_dir():
@@ -126,6 +139,10 @@ def check_output_path(option: str, path: str | os.PathLike, *, folder: bool = Fa
         target.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise OutputPathError(cannot_write(option, path, exc.strerror or type(exc).__name__)) from None
-    if not os.access(target, os.W_OK | os.X_OK):
-        raise OutputPathError(cannot_write(option, path, os.strerror(errno.EACCES)))
+    try:  # a real probe: os.access says yes to root even where the filesystem says no (/proc, /sys)
+        fd, probe = tempfile.mkstemp(prefix=".exbind-write-probe-", dir=target)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise OutputPathError(cannot_write(option, path, exc.strerror or os.strerror(errno.EACCES))) from None
     return path

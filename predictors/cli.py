@@ -59,7 +59,7 @@ def add_arguments(subparsers) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     """Execute a parsed ``predict`` command; returns the exit status (0 or 2)."""
     try:
-        check_output_path("--out", args.out)
+        check_output_path("--out", args.out, export=args.export)
     except OutputPathError as exc:
         print(f"predict: {exc}", file=sys.stderr)
         return 2

@@ -108,6 +108,8 @@ def _label_variant(card: DatasetCard, variant: dict, rows: int) -> None:
     configs = variant.get("configs")
     legacy = "" if configs is not None and "legacy_bridge" not in configs else "; `legacy_bridge` is not scaled"
     only = "" if configs is None else f" It holds only the configs {', '.join(f'`{c}`' for c in configs)}."
+    if variant.get("legacy_sha256"):
+        only += f" `legacy_bridge` comes from a user's legacy file (SHA-256 {variant['legacy_sha256']})."
     notice = (f"> **Variant release {label}, not the default ExBind release.** Regenerated with `python exbind.py "
               f"build` from {seed} at scale {variant['scale']} ({variant['scale']} times the paper's counts in "
               f"every generated config{legacy}) by generator {variant['generator_version']}.{only} "

@@ -18,6 +18,8 @@ from typing import Iterable, Optional
 import datasets
 from datasets.info import DatasetInfosDict
 
+from composition.plans import stop_pool, worker_pool
+
 FULL_LOAD_MAX_ROWS = 5_000  # larger configs are checked by streaming (bounded memory)
 
 
@@ -84,9 +86,12 @@ def load_problems(export_dir: Path, configs: Iterable[str], infos: DatasetInfosD
                                os.path.join(cache, config), info.features if info else None, declared,
                                rows.get(config)))
             workers = _worker_count(processes, len(tasks))
-            if workers > 1:
-                with multiprocessing.get_context("fork").Pool(workers) as pool:
+            if workers > 1:  # workers that ignore Ctrl-C (the build reports it once), stopped in bounded time
+                pool = worker_pool(workers)
+                try:
                     results = pool.map(_load_one, tasks, chunksize=1)
+                finally:
+                    stop_pool(pool)
             else:
                 results = [_load_one(task) for task in tasks]
     finally:

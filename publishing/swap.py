@@ -72,7 +72,7 @@ def _step(name: str) -> None:
 
 def resolve_out(out_dir: os.PathLike | str) -> Path:
     """Absolute output path with the parent resolved but the last component kept (a symlink
-    at ``--out`` is replaced as a link, its target is never written into)."""
+    at ``--out`` is refused by :func:`check_export_target`; its target is never written into)."""
     out = Path(os.path.abspath(out_dir))
     return out.parent.resolve() / out.name
 
@@ -110,7 +110,7 @@ def check_export_target(out_dir: os.PathLike | str) -> Path:
 
     Raises:
         ExportPathError: when the path contains the working folder or this repository, is
-            an existing file or under one, or is a non-empty folder that is not exactly a previous export
+            a symbolic link, an existing file or under one, or is a non-empty folder that is not exactly a previous export
             (no or unparsable ``exbind_manifest.json``, or files the manifest does not list;
             the message names them).
     """
@@ -120,6 +120,9 @@ def check_export_target(out_dir: os.PathLike | str) -> Path:
     if any(p in (out, real) or out in p.parents or real in p.parents for p in protected):
         raise ExportPathError(f"--out {out_dir!s} contains the working folder or the repository; "
                               "choose a dedicated folder such as ./exbind")
+    if out.is_symlink():  # the atomic exchange would replace the link, not the folder it names
+        raise ExportPathError(f"--out {out_dir!s} is a symbolic link (to {os.readlink(out)}); "
+                              "pass the folder itself")
     if out.exists() and not out.is_dir():
         raise ExportPathError(f"--out {out_dir!s} is an existing file; choose a folder path")
     blocker = blocking_file(out.parent)

@@ -69,13 +69,15 @@ _OUTPUTS = (("per_case", "--per-case", False), ("compare_per_case", "--compare-p
 def _output_path_error(args: argparse.Namespace) -> Optional[str]:
     """The one-line message for the first output path of ``args`` that cannot be written, else None
     (:func:`generator.files.check_output_path`; missing parent folders are created)."""
+    taken = {"--predictions": getattr(args, "predictions", None), "--compare": getattr(args, "compare", None)}
     for name, option, folder in _OUTPUTS:
         path = getattr(args, name, None)
         if path is not None:
             try:
-                check_output_path(option, path, folder=folder)
+                check_output_path(option, path, folder=folder, inputs=taken, export=getattr(args, "export", None))
             except OutputPathError as exc:
                 return str(exc)
+            taken[option] = path
     return None
 
 

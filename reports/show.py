@@ -39,20 +39,32 @@ def export_path_text(export: str | os.PathLike) -> str:
     return text if os.path.isabs(text) or text.startswith(("./", "../")) or text in (".", "..") else f"./{text}"
 
 
+def _held(export: str | os.PathLike, configs: tuple[str, ...]) -> tuple[str, ...]:
+    """``configs`` that the export's manifest lists (all of them when it lists none)."""
+    try:
+        listed = json.loads((Path(export) / "exbind_manifest.json").read_text(encoding="utf-8")).get("configs")
+    except (OSError, ValueError, AttributeError):
+        return configs
+    if not isinstance(listed, list):
+        return configs
+    return tuple(c for c in configs if c in listed) or configs
+
+
 def find_case(export: str | os.PathLike, case_id: str, config: Optional[str] = None) -> tuple[str, dict]:
     """The row of ``case_id`` (image included) and the config it was found in.
 
     Args:
         export: an export folder written by ``exbind build``.
         case_id: a released case id, e.g. ``broad_table_0003__table``.
-        config: the config to look in; ``None`` searches :data:`SEARCH_ORDER`.
+        config: the config to look in; ``None`` searches :data:`SEARCH_ORDER`, skipping the
+            configs a subset export (``build --configs``) does not hold.
 
     Raises:
         CaseNotFound: no searched config holds that case id.
     """
     import datasets
 
-    configs = (config,) if config else SEARCH_ORDER
+    configs = (config,) if config else _held(export, SEARCH_ORDER)
     for name in configs:
         ds = datasets.load_dataset(str(export), name, split="test")
         ids = ds["case_id"]
@@ -149,7 +161,7 @@ def run(args) -> int:
 
     if args.png is not None:
         try:
-            check_output_path("--png", args.png)
+            check_output_path("--png", args.png, export=args.export)
         except OutputPathError as exc:
             print(f"show: {exc}")
             return 2

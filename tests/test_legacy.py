@@ -457,6 +457,43 @@ def test_user_records_with_inline_svg_go_through_the_same_converter(tmp_path, li
     assert records[0].reference_json() == shipped_first[0].reference_json()
 
 
+def test_a_legacy_file_without_eligible_records_is_named_as_such():
+    from composition.release import SuiteCheckError
+
+    eligibility = {"attempted": 2, "eligible": 0, "rejected": {"target not in svg": 2}}
+    assert str(SuiteCheckError(["visible_oracle/legacy_bridge"], {}, eligibility)) == (
+        "legacy_bridge: none of the 2 legacy records passed the legacy gates (rejected by reason: target not in "
+        "svg 2); check the --legacy file against generator/legacy/README.md")
+    assert str(SuiteCheckError(["balance_targeted_table"], {}, eligibility)).startswith(
+        "suite-level checks failed: balance_targeted_table (")
+
+
+def test_a_user_legacy_file_makes_a_labelled_variant(tmp_path, lines, capsys):
+    import hashlib
+
+    from composition.release import ReleaseRun
+    from exbind import main
+
+    path = tmp_path / "mine.jsonl"
+    inline = []
+    for line in lines[:3]:
+        obj = dict(line)
+        obj["svg"] = (tasks.DATA_DIR / obj.pop("svg_file")).read_text()
+        inline.append(obj)
+    path.write_text("".join(json.dumps(obj) + "\n" for obj in inline))
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    run = ReleaseRun(processes=1, legacy_path=str(path), configs=["legacy_bridge", "targeted_table"])
+    assert run.variant["legacy_sha256"] == digest
+    assert run.label == f"2.0.0+seed.default.scale.1.configs.targeted_table-legacy_bridge.legacy.{digest[:12]}"
+    assert ReleaseRun(processes=1, legacy_path=str(tasks.BRIDGE_FILE)).variant is None  # the shipped file
+    assert ReleaseRun(processes=1, legacy_path=str(path), configs=["broad"]).variant.get("legacy_sha256") is None
+    with pytest.raises(SystemExit):
+        main(["build", "--legacy", str(path), "--configs", "broad", "--out", str(tmp_path / "x"), "--quiet"])
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "exbind.py build: error: --legacy builds legacy_bridge, which --configs leaves out; "
+        "add legacy_bridge to --configs")
+
+
 # --------------------------------------------------------------------------- issue 9: legibility, visibility, need
 
 

@@ -361,6 +361,13 @@ def test_output_paths_are_checked_before_scoring(capsys, export_dir, files, tmp_
         (("--json", tmp_path), f"--json {tmp_path} is a directory; choose a file path"),
         (("--per-case", "/proc/x/y.jsonl"),
          "--per-case /proc/x/y.jsonl: cannot write there (No such file or directory); choose a writable path"),
+        (("--per-case", "/proc/y.jsonl"),  # the folder exists; even root cannot create a file there
+         "--per-case /proc/y.jsonl: cannot write there (No such file or directory); choose a writable path"),
+        (("--per-case", preds[3]), f"--per-case {preds[3]} is also --predictions; choose another path"),
+        (("--per-case", tmp_path / "o.jsonl", "--json", tmp_path / "o.jsonl"),
+         f"--json {tmp_path}/o.jsonl is also --per-case; choose another path"),
+        (("--per-case", export_dir / "README.md"),
+         f"--per-case {export_dir}/README.md is inside the export {export_dir}; choose a path outside it"),
     ):
         assert _run(capsys, export_dir, *preds, *args) == (2, "", f"error: {message}\n")
     assert _run(capsys, export_dir, "--run", tmp_path, "--json", afile / "x.json")[::2] == (

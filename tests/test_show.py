@@ -89,3 +89,18 @@ def test_show_prints_a_dash_for_no_condition():
     assert describe(row)[0].splitlines()[0] == "case: c  format: table  family: table  condition: -"
     assert describe({**row, "condition": "compact"})[0].splitlines()[0] == (
         "case: c  format: table  family: table  condition: compact")
+
+
+def test_show_searches_only_the_configs_a_subset_export_holds(tmp_path, capsys):
+    from composition.release import ReleaseRun
+    from publishing.export import export_release
+
+    out = tmp_path / "exbind"
+    export_release(out, lambda: ReleaseRun(processes=1, configs=["targeted_hierarchy"]), show_progress=False)
+    assert main(["show", "targeted_hierarchy_depth_2_0000__tree", "--export", str(out),
+                 "--png", str(tmp_path / "c.png")]) == 0
+    assert capsys.readouterr().out.startswith("config: targeted_hierarchy\ncase: targeted_hierarchy_depth_2_0000__tree")
+    assert main(["show", "nope_case", "--export", str(out)]) == 2
+    assert capsys.readouterr().out.strip() == (
+        f"show: case id 'nope_case' is not in any config of {out}; list ids with: python -c \"import datasets; "
+        f"print(datasets.load_dataset('{out}', 'targeted_hierarchy', split='test')['case_id'][:5])\"")

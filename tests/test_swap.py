@@ -265,6 +265,17 @@ def test_stale_leftovers_of_dead_pids_are_cleaned_live_ones_kept(tmp_path, monke
     assert sorted(p.name for p in (tmp_path / "tmp").iterdir()) == [f"exbind-cache-{os.getpid()}-78"]
 
 
+def test_out_as_a_symlink_is_refused_and_its_target_kept(tmp_path, capsys):
+    target = tmp_path / "real"
+    target.mkdir()
+    (target / "mine.txt").write_text("mine")
+    link = tmp_path / "link"
+    link.symlink_to(target)
+    assert main(["build", "--out", str(link), "--quiet"]) == 2
+    assert capsys.readouterr().err == f"build refused: --out {link} is a symbolic link (to {target}); pass the folder itself\n"
+    assert link.is_symlink() and (target / "mine.txt").read_text() == "mine"
+
+
 def test_a_planted_lock_symlink_is_refused_and_its_target_kept(tmp_path):
     victim = tmp_path / "victim.txt"
     victim.write_text("precious")
