@@ -194,8 +194,8 @@ def main(argv: list[str] | None = None) -> int:
         if not 1 <= args.scale <= MAX_SCALE:
             build.error(f"--scale must be an integer from 1 to {MAX_SCALE} (K times the paper's counts), "
                         f"got {args.scale}")
-        if args.seed is not None and args.seed < 0:
-            build.error(f"--seed must be a non-negative integer, got {args.seed}")
+        if args.seed is not None and not 0 <= args.seed < 2**64:
+            build.error(f"--seed must be an integer from 0 to {2**64 - 1}, got {args.seed}")
         configs = None if args.configs is None else [c.strip() for c in args.configs.split(",") if c.strip()]
         try:
             built = check_configs(configs)

@@ -114,7 +114,8 @@ def _label_variant(card: DatasetCard, variant: dict, rows: int) -> None:
               f"build` from {seed} at scale {variant['scale']} ({variant['scale']} times the paper's counts in "
               f"every generated config{legacy}) by generator {variant['generator_version']}.{only} "
               "Figures on it are not comparable with figures on the default release; the seeds are in "
-              f"`{MANIFEST_NAME}`.\n")
+              f"`{MANIFEST_NAME}`. The generated tables below (configurations, gates) are this variant's; "
+              "prose that quotes configs or figures describes the default release.\n")
     head, sep, rest = card.text.partition("\n\n")
     if head.lstrip("\n").startswith("# "):  # the title line
         head = f"{head} (variant {label})"

@@ -69,7 +69,8 @@ def test_cli_refuses_a_bad_scale(capsys):
     (["--scale", "1001"], "--scale must be an integer from 1 to 1000 (K times the paper's counts), got 1001"),
     (["--processes", "100000"], "--processes must be an integer from 1 to {max_processes} (4 per CPU), got 100000"),
     (["--processes", "0"], "--processes must be an integer from 1 to {max_processes} (4 per CPU), got 0"),
-    (["--seed", "-1"], "--seed must be a non-negative integer, got -1"),
+    (["--seed", "-1"], "--seed must be an integer from 0 to 18446744073709551615, got -1"),
+    (["--seed", str(2**64)], "--seed must be an integer from 0 to 18446744073709551615, got 18446744073709551616"),
     (["--configs", "legacy_bridge"], "--configs: legacy_bridge alone is no benchmark task (fixed cached outputs, "
                                      "never reseeded or scaled); add a generated config, e.g. legacy_bridge,broad"),
 ])
