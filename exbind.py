@@ -276,6 +276,7 @@ def console_main() -> None:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         code = 130
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the work is done: Ctrl-C during shutdown changes nothing
     sys.exit(code)
 
 

@@ -280,21 +280,23 @@ def predictor_tables(export_dir: Path, show_progress: bool = True, rows: Optiona
     out = []
     bar = tqdm(total=len(configs) * len(REPORT_PREDICTORS), desc="predictors report", unit="run",
                disable=not show_progress)
-    for config in configs:
-        data = _config_rows(export_dir, config, rows)
-        refs = [r["reference"] for r in data]
-        table = []
-        for name in REPORT_PREDICTORS:
-            bar.set_postfix_str(f"{config} {name}")
-            outputs = [p["output"] for p in predict(data, name)]
-            table.append(_predictor_row(name, score_outputs(outputs, refs)))
-            bar.update(1)
-        runs, refused = reference_run_results(export_dir, config, {r["case_id"]: r["reference"] for r in data})
-        table += [_predictor_row(name, result) for name, result in runs]
-        out.append(format_table(
-            ["predictor", "n", "valid", "exact", "exact 95% CI", "R@1", "R@5", "MRR", "first violations"], table,
-            f"Predictors on {config}") + "".join(f"\n{msg}" for msg in refused))
-    bar.close()
+    try:
+        for config in configs:
+            data = _config_rows(export_dir, config, rows)
+            refs = [r["reference"] for r in data]
+            table = []
+            for name in REPORT_PREDICTORS:
+                bar.set_postfix_str(f"{config} {name}")
+                outputs = [p["output"] for p in predict(data, name)]
+                table.append(_predictor_row(name, score_outputs(outputs, refs)))
+                bar.update(1)
+            runs, refused = reference_run_results(export_dir, config, {r["case_id"]: r["reference"] for r in data})
+            table += [_predictor_row(name, result) for name, result in runs]
+            out.append(format_table(
+                ["predictor", "n", "valid", "exact", "exact 95% CI", "R@1", "R@5", "MRR", "first violations"], table,
+                f"Predictors on {config}") + "".join(f"\n{msg}" for msg in refused))
+    finally:  # closed before anything else is printed, an interrupt's line included
+        bar.close()
     out.append("random picks one candidate (graph: one ordered pair) per case with a seeded generator; "
                "lexical_only, type_only and structural_oracle abstain on ties as the gates do; rankers (rank_*) break ties by sha256(case id, ranker, candidate id), so their top-1 differs "
                "by design. rank_rrf fuses rank_bm25 and rank_minilm (k=60).")
