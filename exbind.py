@@ -270,12 +270,17 @@ def main(argv: list[str] | None = None) -> int:
 
 def console_main() -> None:
     """The ``exbind`` console command (installed by ``pip install .``): ``exbind build`` etc.
-    Ctrl-C that a subcommand does not report itself is one line and exit status 130."""
+    Ctrl-C that a subcommand does not report itself is one line and exit status 130; a
+    closed stdout (a pipe into ``head``) ends the command quietly with status 141."""
     try:
         code = main()
+        sys.stdout.flush()  # a closed pipe shows here, not as an "Exception ignored" at shutdown
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         code = 130
+    except BrokenPipeError:  # stdout closed early (`exbind score ... | head`): stop quietly, as cat does
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 141
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the work is done: Ctrl-C during shutdown changes nothing
     sys.exit(code)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import Optional
@@ -49,6 +50,34 @@ def make_temp_file(folder: str | os.PathLike, prefix: str, suffix: str) -> tuple
     return fd, tmp
 
 
+def replaced_node(path: str | os.PathLike) -> Optional[str]:
+    """What an atomic write (a new file renamed over ``path``) would destroy at ``path`` other
+    than a regular file or a folder: ``"a symbolic link"``, ``"a device"``, ``"a FIFO"`` or
+    ``"a socket"``; None when ``path`` is absent, a regular file or a folder."""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return None
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return None
+
+
+def refuse_replacing(dest: str | os.PathLike) -> None:
+    """Raise ``IsADirectoryError``-like ``OSError`` when an atomic write would replace a
+    symbolic link, device, FIFO or socket at ``dest`` (:func:`replaced_node`); every atomic
+    writer calls it, so no command turns ``/dev/null`` into a regular file."""
+    node = replaced_node(dest)
+    if node:
+        raise OSError(errno.EEXIST, f"{dest} is {node}; an output replaces its path, so choose a regular file path")
+
+
 def write_bytes_atomic(dest: str | os.PathLike, data: bytes) -> Path:
     """Write ``data`` to ``dest`` through a temporary file in the same folder (mode of
     :func:`file_mode`), fsync and ``os.replace``: readers see the old file or the whole new
@@ -58,9 +87,11 @@ def write_bytes_atomic(dest: str | os.PathLike, data: bytes) -> Path:
         ``dest`` as a :class:`~pathlib.Path`.
 
     Raises:
-        OSError: the folder cannot be written (the temporary file is removed).
+        OSError: the folder cannot be written (the temporary file is removed), or ``dest``
+            is a symbolic link, device, FIFO or socket (:func:`refuse_replacing`).
     """
     dest = Path(dest)
+    refuse_replacing(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = make_temp_file(dest.parent, prefix=f".{dest.name}.", suffix=".tmp")
     try:
@@ -98,7 +129,8 @@ def blocking_file(folder: str | os.PathLike) -> Optional[Path]:
 
 
 def check_output_path(option: str, path: str | os.PathLike, *, folder: bool = False,
-                      inputs: Optional[dict] = None, export: Optional[str | os.PathLike] = None) -> Path:
+                      inputs: Optional[dict] = None, export: Optional[str | os.PathLike] = None,
+                      folders: Optional[dict] = None) -> Path:
     """Check an output path before any work, creating its missing parent folders.
 
     Args:
@@ -109,24 +141,33 @@ def check_output_path(option: str, path: str | os.PathLike, *, folder: bool = Fa
             checked): ``path`` may be none of them, so nothing is overwritten while read.
         export: the export folder the command reads: ``path`` may not be in it (writing
             there would change a file its manifest hashes).
+        folders: ``{label: folder}`` of other folders the command reads (run folders):
+            ``path`` may not be in them either.
 
     Returns:
         ``path`` as a :class:`~pathlib.Path`.
 
     Raises:
         OutputPathError: ``path`` is an existing folder (a file was asked for) or an existing
-            file (a folder was asked for), or its parent is not a folder, cannot be created or
-            is not writable.
+            file (a folder was asked for), a symbolic link, device, FIFO or socket
+            (:func:`replaced_node`), an input, or inside the export or ``folders``; or its
+            parent is not a folder, cannot be created or is not writable.
     """
     path = Path(path)
+    not_regular = replaced_node(path)
+    if not_regular and not (folder and not path.is_symlink() and path.is_dir()):
+        raise OutputPathError(f"{option} {path} is {not_regular}; choose a regular file path "
+                              "(an output is written to a new file that replaces the path)")
     real = path.resolve()
     for other_option, other in (inputs or {}).items():
         if other is not None and Path(other).resolve() == real:
             raise OutputPathError(f"{option} {path} is also {other_option}; choose another path")
-    if export is not None:
-        root = Path(export).resolve()
-        if real == root or root in real.parents:
-            raise OutputPathError(f"{option} {path} is inside the export {export}; choose a path outside it")
+    for label, root in ([("the export", export)] if export is not None else []) + list((folders or {}).items()):
+        if root is None:
+            continue
+        resolved = Path(root).resolve()
+        if real == resolved or resolved in real.parents:
+            raise OutputPathError(f"{option} {path} is inside {label} {root}; choose a path outside it")
     if folder and path.exists() and not path.is_dir():
         raise OutputPathError(f"{option} {path} is an existing file; choose a folder path")
     if not folder and path.is_dir():

@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 from typing import Iterable
 
-from generator.files import make_temp_file
+from generator.files import make_temp_file, refuse_replacing
 
 
 def load_config_rows(export: str | os.PathLike, config: str) -> list[dict]:
@@ -77,8 +77,11 @@ def write_jsonl(path: str | os.PathLike, predictions: Iterable[dict]) -> Path:
     Raises:
         ValueError / TypeError: a prediction is not JSON-serializable (the destination is
             left untouched and the temporary file removed).
+        OSError: the folder cannot be written, or ``path`` is a symbolic link, device, FIFO
+            or socket (:func:`generator.files.refuse_replacing`).
     """
     dest = Path(path)
+    refuse_replacing(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = make_temp_file(dest.parent, prefix=f".{dest.name}.", suffix=".tmp")
     try:

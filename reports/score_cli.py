@@ -70,11 +70,15 @@ def _output_path_error(args: argparse.Namespace) -> Optional[str]:
     """The one-line message for the first output path of ``args`` that cannot be written, else None
     (:func:`generator.files.check_output_path`; missing parent folders are created)."""
     taken = {"--predictions": getattr(args, "predictions", None), "--compare": getattr(args, "compare", None)}
+    runs = {"the run folder": getattr(args, "run", None)}
+    for k, folder_ in enumerate(getattr(args, "compare_runs", None) or ()):
+        runs[f"run folder {k + 1} of --compare-runs"] = folder_
     for name, option, folder in _OUTPUTS:
         path = getattr(args, name, None)
         if path is not None:
             try:
-                check_output_path(option, path, folder=folder, inputs=taken, export=getattr(args, "export", None))
+                check_output_path(option, path, folder=folder, inputs=taken, export=getattr(args, "export", None),
+                                  folders=runs)
             except OutputPathError as exc:
                 return str(exc)
             taken[option] = path
@@ -209,6 +213,11 @@ def _write_outputs(report: dict, args: argparse.Namespace) -> int:
 
 def _run_folders(args: argparse.Namespace) -> int:
     """``score --run DIR`` / ``score --compare-runs DIR_A DIR_B`` (:mod:`reports.run_reports`)."""
+    unused = [option for name, option, _ in _OUTPUTS if name != "json" and getattr(args, name, None) is not None]
+    if unused:
+        print(f"error: {', '.join(unused)} not written with --run / --compare-runs (only --json is); "
+              "score one config's predictions.jsonl with --config and --predictions for them", file=sys.stderr)
+        return 2
     output_error = _output_path_error(args)
     if output_error:
         print(f"error: {output_error}", file=sys.stderr)

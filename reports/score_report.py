@@ -94,6 +94,9 @@ def read_predictions(path: Path, option: str = "--predictions") -> dict[str, str
     path = Path(path)
     if path.is_dir():
         raise ScoreInputError(f"{option} {path} is a directory; pass a JSONL file")
+    if path.exists() and not path.is_file():
+        raise ScoreInputError(f"{option} {path} is not a regular file (a pipe, device or socket); "
+                              "save the predictions to a JSONL file and pass its path")
     if not path.is_file():
         raise ScoreInputError(f"{path}: predictions file not found")
     out: dict[str, str] = {}

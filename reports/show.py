@@ -169,6 +169,13 @@ def run(args) -> int:
         print(f"show: {args.export!r} is not an ExBind export; build one with: exbind build --out {args.export}")
         return 2
     datasets.disable_progress_bars()
+    from publishing.export import ExportIntegrityError, verify_export
+
+    try:  # the files the manifest hashes, before any is read (a damaged Parquet may still load)
+        verify_export(args.export, None if args.config is None else (args.config,))
+    except ExportIntegrityError as exc:
+        print(f"show: {exc}")
+        return 2
     try:
         config, row = find_case(args.export, args.case_id, args.config)
     except CaseNotFound as exc:
@@ -176,6 +183,11 @@ def run(args) -> int:
         return 2
     except ValueError as exc:  # unknown config name
         print(f"show: {exc}")
+        return 2
+    except Exception as exc:  # noqa: BLE001 - a damaged export: datasets/pyarrow raise many types
+        print(f"show: cannot read {export_path_text(args.export)} ({type(exc).__name__}: {str(exc)[:200]}); "
+              f"check it with: exbind score --config <config> --predictions <file> --export {args.export} "
+              f"(it verifies every file), or rebuild it with: exbind build --out {args.export}")
         return 2
     text, record = describe(row, args.prediction)
     print(f"config: {config}\n{text}")

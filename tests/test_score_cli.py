@@ -393,6 +393,45 @@ def test_a_directory_as_predictions_is_named(capsys, export_dir, files, tmp_path
                 "--compare", tmp_path) == (2, "", f"error: --compare {tmp_path} is a directory; pass a JSONL file\n")
 
 
+def test_a_pipe_as_predictions_is_named_and_run_outputs_are_checked(capsys, export_dir, files, tmp_path):
+    import os
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    assert _run(capsys, export_dir, "--config", "targeted_table", "--predictions", fifo) == (
+        2, "", f"error: --predictions {fifo} is not a regular file (a pipe, device or socket); save the "
+               "predictions to a JSONL file and pass its path\n")
+    run = tmp_path / "run"
+    (run / "broad").mkdir(parents=True)
+    assert _run(capsys, export_dir, "--run", run, "--json", run / "broad" / "predictions.jsonl") == (
+        2, "", f"error: --json {run}/broad/predictions.jsonl is inside the run folder {run}; "
+               "choose a path outside it\n")
+    assert _run(capsys, export_dir, "--compare-runs", tmp_path / "a", run, "--json", run / "x.json") == (
+        2, "", f"error: --json {run}/x.json is inside run folder 2 of --compare-runs {run}; choose a path outside it\n")
+    assert _run(capsys, export_dir, "--run", run, "--per-case", tmp_path / "p.jsonl", "--plots", tmp_path / "pl") == (
+        2, "", "error: --per-case, --plots not written with --run / --compare-runs (only --json is); score one "
+               "config's predictions.jsonl with --config and --predictions for them\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pipe", "run"]
+    assert _run(capsys, export_dir, "--config", "targeted_table", "--predictions", files["targeted_table", "oracle"],
+                "--per-case", "/dev/null") == (
+        2, "", "error: --per-case /dev/null is a device; choose a regular file path (an output is written to a new "
+               "file that replaces the path)\n")
+
+
+def test_a_closed_stdout_ends_score_quietly(export_dir, files):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parent.parent
+    proc = subprocess.Popen([sys.executable, "exbind.py", "score", "--export", str(export_dir), "--config",
+                             "targeted_table", "--predictions", str(files["targeted_table", "oracle"])],
+                            cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()  # what `| head -0` does: the reader is gone before the report is printed
+    assert proc.wait(timeout=120) == 141
+    assert proc.stderr.read() == b""
+
+
 def test_per_case_file_gets_the_umask_mode(capsys, export_dir, files, tmp_path, monkeypatch):
     """Written through mkstemp (0600) but chmod-ed as ``open`` would: 0644 under umask 022."""
     import os

@@ -104,3 +104,20 @@ def test_show_searches_only_the_configs_a_subset_export_holds(tmp_path, capsys):
     assert capsys.readouterr().out.strip() == (
         f"show: case id 'nope_case' is not in any config of {out}; list ids with: python -c \"import datasets; "
         f"print(datasets.load_dataset('{out}', 'targeted_hierarchy', split='test')['case_id'][:5])\"")
+
+
+def test_show_on_a_damaged_export_is_one_line(export_dir, tmp_path, capsys):
+    import shutil
+
+    out = tmp_path / "exbind"
+    shutil.copytree(export_dir, out)
+    shard = next((out / "data" / "broad").glob("*.parquet"))
+    data = bytearray(shard.read_bytes())
+    data[len(data) // 2: len(data) // 2 + 64] = b"\0" * 64  # a damaged stretch inside the column data
+    shard.write_bytes(bytes(data))
+    assert main(["show", "broad_relational_0000__svg", "--export", str(out), "--png", str(tmp_path / "c.png")]) == 2
+    rel = shard.relative_to(out).as_posix()
+    assert capsys.readouterr().out == (
+        f"show: {out}: 1 file(s) do not match exbind_manifest.json: {rel} (SHA-256 differs from the manifest: "
+        f"modified or corrupted since the build); refusing to read the export. Restore the files or rebuild it "
+        f"with `python exbind.py build --out {out}`\n")

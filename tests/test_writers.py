@@ -79,3 +79,26 @@ def test_temp_file_writers_give_the_umask_mode(tmp_path, monkeypatch):
         assert stat.S_IMODE((tmp_path / "a.jsonl").stat().st_mode) == 0o600
     finally:
         os.umask(old)
+
+
+def test_atomic_writers_never_replace_a_link_device_or_fifo(tmp_path):
+    from generator.files import OutputPathError, check_output_path, write_bytes_atomic
+
+    target = tmp_path / "target.jsonl"
+    target.write_text("kept\n")
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(target)
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    for dest, node in ((link, "a symbolic link"), (fifo, "a FIFO"), ("/dev/null", "a device")):
+        with pytest.raises(OSError, match=f"is {node}; an output replaces its path, so choose a regular file path"):
+            write_jsonl(dest, [{"case_id": "c", "output": ""}])
+        with pytest.raises(OSError, match=f"is {node}"):
+            write_bytes_atomic(dest, b"x")
+        with pytest.raises(OutputPathError) as info:
+            check_output_path("--per-case", dest)
+        assert str(info.value) == (f"--per-case {dest} is {node}; choose a regular file path "
+                                   "(an output is written to a new file that replaces the path)")
+    assert link.is_symlink() and target.read_text() == "kept\n"
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and stat.S_ISCHR(os.lstat("/dev/null").st_mode)
+    assert check_output_path("--plots", tmp_path, folder=True) == tmp_path  # an existing folder is fine
