@@ -370,7 +370,7 @@ def test_output_paths_are_checked_before_scoring(capsys, export_dir, files, tmp_
          f"--per-case {export_dir}/README.md is inside the export {export_dir}; choose a path outside it"),
     ):
         assert _run(capsys, export_dir, *preds, *args) == (2, "", f"error: {message}\n")
-    assert _run(capsys, export_dir, "--run", tmp_path, "--json", afile / "x.json")[::2] == (
+    assert _run(capsys, export_dir, "--run", tmp_path / "run", "--json", afile / "x.json")[::2] == (
         2, f"error: --json {afile}/x.json: cannot write there ({afile} is not a directory); choose a writable path\n")
 
 
