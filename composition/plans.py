@@ -256,7 +256,8 @@ def generate_unit(plan: LatentPlan, permutation_seeds: tuple[int, ...] = PERMUTA
     :func:`generate_latent`, then the controls of a targeted table case
     (``targeted_table_permuted``, ``targeted_table_column_metadata``) with the visible
     oracle re-run on them, one :func:`generator.gates.gate_table_case` per record, the
-    table shortcut expectations, and every row serialized once (``to_row`` keeps it). The
+    table shortcut expectations, and every row serialized once (``to_row`` and
+    ``canonical_line`` keep them). The
     latent's own rows are the rows the per-record visible-oracle gate accepted, so they
     count as exact; the controls differ from them and are measured. A pure function of
     ``plan`` (and the permutation seeds): any process, any order, the same result.
@@ -276,7 +277,7 @@ def generate_unit(plan: LatentPlan, permutation_seeds: tuple[int, ...] = PERMUTA
     for config, records in g.derived.items():
         g.visible[config] = gates.visible_oracle_check(records)
     for rec in [*g.records, *(r for records in g.derived.values() for r in records)]:
-        rec.to_row()
+        rec.canonical_line()  # the row and its records-hash line, built here rather than in the writer
     # A latent's references are never parsed again: empty the parsed-reference cache so a
     # worker's memory stays flat however many latents it generates (issue 13 item 4).
     load_reference.cache_clear()
@@ -303,9 +304,11 @@ def config_records(g: GeneratedLatent):
 
 
 def _legacy_unit(rec: ExBindRecord) -> tuple[ExBindRecord, dict]:
-    """A legacy record with its row serialized and its visible-oracle count (pool worker)."""
-    rec.to_row()
-    return rec, gates.visible_oracle_check([rec])
+    """A legacy record with its row and records-hash line serialized and its visible-oracle
+    count (pool worker)."""
+    check = gates.visible_oracle_check([rec])
+    rec.canonical_line()
+    return rec, check
 
 
 def permuted_records(rec: ExBindRecord, seeds: tuple[int, ...] = PERMUTATION_SEEDS) -> list[ExBindRecord]:

@@ -8,6 +8,7 @@ they cannot disagree; ``tests/test_records.py`` asserts that they do agree.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field, replace
 from typing import Optional
@@ -77,6 +78,19 @@ FEATURES = datasets.Features(
         "reference": datasets.Value("string"),
     }
 )
+
+
+def canonical_row_bytes(row: dict) -> bytes:
+    """One row's line of the canonical records hash (the manifest's
+    ``canonical_records_sha256``): sorted compact JSON, image bytes replaced by their
+    SHA-256 (rows as written, or as ``datasets`` reads them with ``Image(decode=False)``:
+    both give the same line)."""
+    row = dict(row)
+    image = row.get("image")
+    if image is not None:
+        data = image["bytes"] if isinstance(image, dict) else image
+        row["image"] = hashlib.sha256(data).hexdigest()
+    return json.dumps(row, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
 
 
 @dataclass
@@ -219,6 +233,13 @@ class ExBindRecord:
         if "row" not in self._serialized:
             self._serialized["row"] = self._build_row()
         return self._serialized["row"]
+
+    def canonical_line(self) -> bytes:
+        """This record's line of the records hash, :func:`canonical_row_bytes` of
+        :meth:`to_row` (computed once and kept, like the row)."""
+        if "canonical" not in self._serialized:
+            self._serialized["canonical"] = canonical_row_bytes(self.to_row())
+        return self._serialized["canonical"]
 
     def _build_row(self) -> dict:
         c = self.case

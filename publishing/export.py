@@ -234,7 +234,7 @@ def _write_export(tmp: Path, out_dir: Path, get_release: Callable[[], ReleaseSou
         rel.progress = progress
     try:
         for config, rec in rel.records():
-            writers[config].add(rec.to_row())
+            writers[config].add(rec.to_row(), rec.canonical_line())
             counters[config][(rec.case.format, rec.condition)] += 1
             if not isinstance(rel, ReleaseRun):
                 progress.update(1)

@@ -20,7 +20,7 @@ from typing import Optional
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from generator.records import FEATURES
+from generator.records import FEATURES, canonical_row_bytes  # noqa: F401 - canonical_row_bytes re-exported
 from publishing.card import VIEWER_ROW_GROUP_SIZE
 
 ROW_GROUP_SIZE = VIEWER_ROW_GROUP_SIZE  # 100: small row groups keep image configs viewer-friendly
@@ -37,17 +37,6 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
-def canonical_row_bytes(row: dict) -> bytes:
-    """One row's line of the canonical records hash: sorted compact JSON, image bytes
-    replaced by their SHA-256 (rows as ``datasets`` reads them with ``Image(decode=False)``)."""
-    row = dict(row)
-    image = row.get("image")
-    if image is not None:
-        data = image["bytes"] if isinstance(image, dict) else image
-        row["image"] = hashlib.sha256(data).hexdigest()
-    return json.dumps(row, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
-
-
 class ConfigShardWriter:
     """Write one config's rows to Parquet shards in ``folder`` as they arrive.
 
@@ -59,7 +48,9 @@ class ConfigShardWriter:
 
     After :meth:`close`: ``files`` (paths relative to the export, in order), ``rows``,
     ``num_bytes`` (Arrow bytes, the card's ``num_bytes``) and ``records_sha256`` (the
-    canonical records hash over every row, :func:`canonical_row_bytes`).
+    canonical records hash over every row, :func:`generator.records.canonical_row_bytes`;
+    the rows as written and as ``datasets`` reads them back give the same lines, which
+    ``tests/test_streaming.py`` checks on the loaded release).
     """
 
     def __init__(self, folder: Path, schema: Optional[pa.Schema] = None, shard_rows: int = SHARD_ROWS,
@@ -79,9 +70,14 @@ class ConfigShardWriter:
         self.files: list[str] = []
         self.records_sha256: Optional[str] = None
 
-    def add(self, row: dict) -> None:
-        """Buffer one row (keys of the schema); a full row group is written at once."""
+    def add(self, row: dict, canonical: Optional[bytes] = None) -> None:
+        """Buffer one row (keys of the schema); a full row group is written at once.
+
+        ``canonical``: the row's line of the records hash when the caller has it already
+        (:meth:`generator.records.ExBindRecord.canonical_line`, computed in a pool worker);
+        else :func:`generator.records.canonical_row_bytes` of ``row`` here."""
         self.buffer.append(row)
+        self.hash.update(canonical if canonical is not None else canonical_row_bytes(row))
         if len(self.buffer) == ROW_GROUP_SIZE:
             self._flush()
 
@@ -95,8 +91,6 @@ class ConfigShardWriter:
             self.parts.append(part)
             self.writer = pq.ParquetWriter(part, self.schema, compression="zstd", write_page_index=True)
         self.writer.write_table(table, row_group_size=ROW_GROUP_SIZE)
-        for row in table.to_pylist():  # the rows as a reader gets them back
-            self.hash.update(canonical_row_bytes(row))
         self.rows += table.num_rows
         self.num_bytes += table.nbytes
         self.shard_row_count += table.num_rows

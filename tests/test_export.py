@@ -132,10 +132,10 @@ def test_failed_build_leaves_the_previous_export_untouched(export_dir, tmp_path,
         export_release(out, broken_release, show_progress=False)
 
     class FailsOnThirdConfig(ConfigShardWriter):  # the disk fills up while the third config is written
-        def add(self, row):
+        def add(self, row, canonical=None):
             if self.folder.name == CONFIGS[2]:
                 raise OSError(28, "No space left on device")
-            super().add(row)
+            super().add(row, canonical)
 
     monkeypatch.setattr(export_module, "ConfigShardWriter", FailsOnThirdConfig)
     with pytest.raises(OSError, match="No space left"):
