@@ -11,7 +11,6 @@ import re
 from collections import Counter
 
 import numpy as np
-from scipy.stats import bootstrap
 
 _PERM_SUFFIX = re.compile(r"^(?P<parent>.+)__perm(?P<k>\d+)$")
 
@@ -117,6 +116,8 @@ def paired_comparison(original_records: list[dict], variant_records: list[dict],
         if len(set(diffs)) == 1:
             ci = [delta, delta]
         else:
+            from scipy.stats import bootstrap  # imported here: scipy.stats costs ~0.45 s, needed only now
+
             res = bootstrap((np.asarray(diffs, dtype=float),), np.mean, n_resamples=resamples,
                             method="percentile", confidence_level=confidence, vectorized=True,
                             rng=np.random.default_rng(seed))

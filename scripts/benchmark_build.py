@@ -8,7 +8,8 @@ Rows:
 
 - ``build --processes 1`` and ``--processes 2``, each with a cold and a warm render cache
   (``EXBIND_CACHE_DIR`` pointed at a fresh folder, then reused), against the floor: cairosvg
-  rendering of the same distinct SVG documents alone, serially, in this process;
+  rendering of the same distinct SVG documents alone, serially, in this process; and the
+  command as a user types it, ``python exbind.py build --quiet``, cold and warm;
 - sized text builds (``--configs`` the four text configs, ``--scale 2``: 1,440 rows, and
   ``--scale 139``: 100,080 rows): peak RSS of the main process and of the largest worker,
   and time per row of the streamed generate-gate-write phase (first row to last) and of the
@@ -81,6 +82,18 @@ def run_build(out: Path, processes: int, scale: int = 1, configs=None, cache: Pa
     return dict(json.loads(proc.stdout.strip().splitlines()[-1]), command_s=command_s)
 
 
+def run_cli_build(out: Path, cache: Path) -> float:
+    """Wall seconds of ``python exbind.py build --out OUT --quiet`` (the issue's measure: the
+    command as typed, interpreter start, imports and exit included)."""
+    env = dict(os.environ, EXBIND_CACHE_DIR=str(cache))
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "exbind.py", "build", "--out", str(out), "--quiet"], capture_output=True,
+                          text=True, env=env, cwd=REPO)
+    if proc.returncode != 0:
+        raise SystemExit(f"build failed:\n{proc.stderr[-3000:]}")
+    return time.perf_counter() - t0
+
+
 def render_floor() -> tuple[float, int]:
     """Seconds to rasterize the release's distinct SVGs alone (serially), and their count."""
     from composition.release import build_release
@@ -124,7 +137,7 @@ def gate_table_scaling(sizes=(4_000, 16_000)) -> None:
           f"at {large} (ratio {per_case[large] / per_case[small]:.2f}; linear = 1)")
 
 
-def report_release_builds(rows: list) -> None:
+def report_release_builds(rows: list, cli: dict) -> None:
     """Print the default-release builds next to the rendering floor."""
     floor, n_svgs = render_floor()
     print(f"floor: cairosvg alone on the release's {n_svgs} distinct SVGs, serially: {floor:6.2f} s")
@@ -133,6 +146,8 @@ def report_release_builds(rows: list) -> None:
               f"= {r['total_s'] / floor:.2f}x the floor (target <= 2x); whole command incl. interpreter start "
               f"and imports {r['command_s']:6.2f} s = {r['command_s'] / floor:.2f}x; {r['rows']} rows; "
               f"peak RSS main {r['main_mib']:.0f} MiB, largest worker {r['worker_mib']:.0f} MiB")
+    print(f"python exbind.py build --quiet (default processes), cold render cache: {cli['cold']:6.2f} s = "
+          f"{cli['cold'] / floor:.2f}x the floor; warm: {cli['warm']:6.2f} s = {cli['warm'] / floor:.2f}x")
     by = {(p, s): r["total_s"] for p, s, r in rows}
     print(f"--processes 2 / --processes 1 (export): cold {by[(2, 'cold')] / by[(1, 'cold')]:.2f}, "
           f"warm {by[(2, 'warm')] / by[(1, 'warm')]:.2f} (target < 1)")
@@ -153,7 +168,8 @@ def main() -> None:
             for state in ("cold", "warm"):
                 rows.append((processes, state, run_build(tmp / f"out-{processes}-{state}", processes, cache=cache)))
         if rows:
-            report_release_builds(rows)
+            cli = {state: run_cli_build(tmp / f"cli-{state}", tmp / "cache-cli") for state in ("cold", "warm")}
+            report_release_builds(rows, cli)
             gate_table_scaling()
             if not args.skip_report:
                 sys.stdout.flush()
