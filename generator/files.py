@@ -70,9 +70,9 @@ def replaced_node(path: str | os.PathLike) -> Optional[str]:
 
 
 def refuse_replacing(dest: str | os.PathLike) -> None:
-    """Raise ``IsADirectoryError``-like ``OSError`` when an atomic write would replace a
-    symbolic link, device, FIFO or socket at ``dest`` (:func:`replaced_node`); every atomic
-    writer calls it, so no command turns ``/dev/null`` into a regular file."""
+    """Raise ``OSError`` (``EEXIST``, the message naming the node) when an atomic write would
+    replace a symbolic link, device, FIFO or socket at ``dest`` (:func:`replaced_node`); the
+    output writers call it, so no command turns ``/dev/null`` into a regular file."""
     node = replaced_node(dest)
     if node:
         raise OSError(errno.EEXIST, f"{dest} is {node}; an output replaces its path, so choose a regular file path")
