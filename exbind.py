@@ -186,14 +186,15 @@ def main(argv: list[str] | None = None) -> int:
                                        kept_export)
         from reports.report import print_release_report
 
-        from composition.plans import MAX_SCALE
+        from composition.plans import check_scale
 
         max_processes = 4 * (os.cpu_count() or 1)
         if args.processes is not None and not 1 <= args.processes <= max_processes:
             build.error(f"--processes must be an integer from 1 to {max_processes} (4 per CPU), got {args.processes}")
-        if not 1 <= args.scale <= MAX_SCALE:
-            build.error(f"--scale must be an integer from 1 to {MAX_SCALE} (K times the paper's counts), "
-                        f"got {args.scale}")
+        try:
+            check_scale(args.scale)
+        except ValueError as exc:
+            build.error(f"--{exc}")
         if args.seed is not None and not 0 <= args.seed < 2**64:
             build.error(f"--seed must be an integer from 0 to {2**64 - 1}, got {args.seed}")
         configs = None if args.configs is None else [c.strip() for c in args.configs.split(",") if c.strip()]
@@ -210,6 +211,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
 
         from publishing.card import CardCheckError
+        from generator.legacy.bridge import NoEligibleLegacyRecords
         from generator.legacy.converter import LegacyRecordError
 
         datasets.disable_progress_bars()
@@ -227,6 +229,7 @@ def main(argv: list[str] | None = None) -> int:
                 return
             hook(unraisable)
 
+        out = Path(args.out).resolve()  # what every closing line names
         previous_handler = signal.signal(signal.SIGINT, _on_sigint)
         previous_hook, sys.unraisablehook = sys.unraisablehook, _on_unraisable
         try:
@@ -234,24 +237,25 @@ def main(argv: list[str] | None = None) -> int:
                                       lambda: ReleaseRun(args.processes, legacy_path=args.legacy, seed=args.seed,
                                                          scale=args.scale, configs=configs),
                                       show_progress=not args.quiet)
-        except (CardCheckError, LegacyRecordError, SuiteCheckError, ExportPathError) as exc:
+        except (CardCheckError, LegacyRecordError, NoEligibleLegacyRecords, SuiteCheckError,
+                ExportPathError) as exc:
             if interrupted:
-                print(f"build interrupted; {kept_export(Path(args.out).resolve())}", file=sys.stderr)
+                print(f"build interrupted; {kept_export(out)}", file=sys.stderr)
                 return 130
             if isinstance(exc, CardCheckError):
-                print(f"build refused: the export failed its checks; {kept_export(Path(args.out).resolve())}\n{exc}",
+                print(f"build refused: the export failed its checks; {kept_export(out)}\n{exc}",
                       file=sys.stderr)
                 return 2
             if isinstance(exc, ExportPathError):  # unwritable --out, or another build holds the lock
                 print(f"build refused: {exc}", file=sys.stderr)
                 return 2
-            print(f"build refused: {exc}; {kept_export(Path(args.out).resolve())}", file=sys.stderr)
+            print(f"build refused: {exc}; {kept_export(out)}", file=sys.stderr)
             return 2
         except BuildInterrupted as exc:
             print(exc.message(), file=sys.stderr)
             return 130
         except KeyboardInterrupt:  # before the staging folder existed
-            print(f"build interrupted; {kept_export(Path(args.out).resolve())}", file=sys.stderr)
+            print(f"build interrupted; {kept_export(out)}", file=sys.stderr)
             return 130
         finally:
             signal.signal(signal.SIGINT, previous_handler)
@@ -261,10 +265,10 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 print_release_report(Path(args.out), manifest, scored=not args.no_report)
             except KeyboardInterrupt:  # the export is already complete and in place
-                print(f"report interrupted; the export at {Path(args.out).resolve()} is complete and in place"
+                print(f"report interrupted; the export at {out} is complete and in place"
                       f"{variant}", file=sys.stderr)
                 return 130
-        print(f"export: {Path(args.out).resolve()}{variant}")
+        print(f"export: {out}{variant}")
     return 0
 
 

@@ -77,7 +77,9 @@ MAX_SCALE = 1000
 list is held in memory (about 110 MB at this scale); rows are streamed."""
 
 
-def _check_scale(scale: int) -> None:
+def check_scale(scale: int) -> None:
+    """Raise ``ValueError`` (``scale must be an integer from 1 to MAX_SCALE ...``) unless
+    ``scale`` is an int in ``1..``:data:`MAX_SCALE`."""
     if isinstance(scale, bool) or not isinstance(scale, int) or not 1 <= scale <= MAX_SCALE:
         raise ValueError(f"scale must be an integer from 1 to {MAX_SCALE} (K times the paper's counts), got {scale!r}")
 
@@ -92,7 +94,7 @@ def broad_plans(seed: int = BROAD_SEED, scale: int = 1) -> list[LatentPlan]:
     Raises:
         ValueError: ``scale`` is not a positive integer.
     """
-    _check_scale(scale)
+    check_scale(scale)
     plans = []
     for i in range(BROAD_PER_FAMILY * scale):
         paired = i % 2 == 0
@@ -114,7 +116,7 @@ def targeted_plans(seed: int = TARGETED_SEED, scale: int = 1) -> list[LatentPlan
     Raises:
         ValueError: ``scale`` is not a positive integer.
     """
-    _check_scale(scale)
+    check_scale(scale)
     plans = []
     for cond in TABLE_CONDITIONS:
         for slot in range(CASES_PER_TARGETED_CONDITION * scale):

@@ -120,15 +120,8 @@ class SuiteCheckError(RuntimeError):
     ``--seed``); ``checks`` holds the whole check table for inspection.
     """
 
-    def __init__(self, failures: list[str], checks: dict, legacy_eligibility: Optional[dict] = None):
+    def __init__(self, failures: list[str], checks: dict):
         self.failures, self.checks = failures, checks
-        if failures == ["visible_oracle/legacy_bridge"] and legacy_eligibility is not None \
-                and not legacy_eligibility.get("eligible"):
-            rejected = ", ".join(f"{k} {v}" for k, v in legacy_eligibility.get("rejected", {}).items()) or "none"
-            super().__init__(f"legacy_bridge: none of the {legacy_eligibility.get('attempted', 0)} legacy records "
-                             f"passed the legacy gates (rejected by reason: {rejected}); check the --legacy file "
-                             "against generator/legacy/README.md")
-            return
         super().__init__(f"suite-level checks failed: {', '.join(failures)} (the generated suites do not meet "
                          "the release's composition rules; with --seed, try another seed)")
 
@@ -245,7 +238,7 @@ class ReleaseRun:
         self.gate_tables, self.suite_checks, failures = summary.finish()
         self.latent_counts = {suite: len(hashes) for suite, hashes in summary.latent_hashes.items()}
         if failures:
-            raise SuiteCheckError(failures, self.suite_checks, self.legacy_eligibility)
+            raise SuiteCheckError(failures, self.suite_checks)
 
     def _tick(self) -> None:
         if self.progress is not None:

@@ -15,7 +15,7 @@ import os
 import stat
 import tempfile
 from pathlib import Path
-from typing import Optional
+from typing import Any, BinaryIO, Callable, Optional
 
 
 def _read_umask() -> int:
@@ -78,17 +78,20 @@ def refuse_replacing(dest: str | os.PathLike) -> None:
         raise OSError(errno.EEXIST, f"{dest} is {node}; an output replaces its path, so choose a regular file path")
 
 
-def write_bytes_atomic(dest: str | os.PathLike, data: bytes) -> Path:
-    """Write ``data`` to ``dest`` through a temporary file in the same folder (mode of
-    :func:`file_mode`), fsync and ``os.replace``: readers see the old file or the whole new
-    one, never a part. Parent folders are created.
+def write_atomic(dest: str | os.PathLike, fill: Callable[[BinaryIO], Any]) -> Path:
+    """Write ``dest`` through a temporary file in the same folder (mode of :func:`file_mode`):
+    ``fill(binary_file)`` writes the content, then fsync and ``os.replace``, so readers see
+    the old file or the whole new one, never a part. Parent folders are created. The one
+    atomic-write mechanism of the project's outputs (:func:`write_bytes_atomic`,
+    :func:`predictors.io.write_jsonl`).
 
     Returns:
         ``dest`` as a :class:`~pathlib.Path`.
 
     Raises:
-        OSError: the folder cannot be written (the temporary file is removed), or ``dest``
-            is a symbolic link, device, FIFO or socket (:func:`refuse_replacing`).
+        OSError: the folder cannot be written, or ``dest`` is a symbolic link, device, FIFO or
+            socket (:func:`refuse_replacing`). Whatever ``fill`` raises passes through. In
+            every case ``dest`` is left as it was and the temporary file is removed.
     """
     dest = Path(dest)
     refuse_replacing(dest)
@@ -96,7 +99,7 @@ def write_bytes_atomic(dest: str | os.PathLike, data: bytes) -> Path:
     fd, tmp = make_temp_file(dest.parent, prefix=f".{dest.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            fill(f)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, dest)
@@ -107,6 +110,16 @@ def write_bytes_atomic(dest: str | os.PathLike, data: bytes) -> Path:
             pass
         raise
     return dest
+
+
+def write_bytes_atomic(dest: str | os.PathLike, data: bytes) -> Path:
+    """Write ``data`` to ``dest`` atomically (:func:`write_atomic`); returns ``dest`` as a
+    :class:`~pathlib.Path`.
+
+    Raises:
+        OSError: as :func:`write_atomic`.
+    """
+    return write_atomic(dest, lambda f: f.write(data))
 
 
 class OutputPathError(ValueError):

@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 from typing import Iterable
 
-from generator.files import make_temp_file, refuse_replacing
+from generator.files import write_atomic
 
 
 def load_config_rows(export: str | os.PathLike, config: str) -> list[dict]:
@@ -63,8 +63,8 @@ def write_jsonl(path: str | os.PathLike, predictions: Iterable[dict]) -> Path:
     """Write prediction dicts as JSON Lines, atomically (temporary file + ``os.replace``).
 
     A reader never sees a half-written file: either the previous file or the complete new
-    one, with the mode ``open`` gives (the umask applies; :func:`generator.files.make_temp_file`).
-    Parent folders are created.
+    one, with the mode ``open`` gives (:func:`generator.files.write_atomic`). Parent folders
+    are created.
 
     Args:
         path: destination file.
@@ -78,24 +78,13 @@ def write_jsonl(path: str | os.PathLike, predictions: Iterable[dict]) -> Path:
         ValueError / TypeError: a prediction is not JSON-serializable (the destination is
             left untouched and the temporary file removed).
         OSError: the folder cannot be written, or ``path`` is a symbolic link, device, FIFO
-            or socket (:func:`generator.files.refuse_replacing`).
+            or socket (:func:`generator.files.write_atomic`).
     """
-    dest = Path(path)
-    refuse_replacing(dest)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = make_temp_file(dest.parent, prefix=f".{dest.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            for pred in predictions:
-                fh.write(json_line(pred))
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, dest)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return dest
+    def fill(fh) -> None:
+        for pred in predictions:
+            fh.write(json_line(pred).encode("utf-8"))
+
+    return write_atomic(path, fill)
 
 
 def json_line(obj) -> str:

@@ -43,8 +43,8 @@ from tqdm.auto import tqdm
 
 from publishing.card import CardCheckError, check_export, default_config, fill_regions, generated_regions
 from publishing.eval_files import write_eval_yaml
-from publishing.shards import ROW_GROUP_SIZE, ConfigShardWriter, canonical_row_bytes, sha256_file  # noqa: F401
-from generator.records import FEATURES, GENERATOR_VERSION
+from publishing.shards import ROW_GROUP_SIZE, ConfigShardWriter, sha256_file  # noqa: F401
+from generator.records import FEATURES, GENERATOR_VERSION, canonical_row_bytes
 from composition.release import CONFIGS, Release, ReleaseRun
 from publishing.swap import (MANIFEST_NAME, ExportBusyError, ExportPathError, check_export_target,
                              clean_stale, export_lock, install, make_staging_dir, resolve_out)
@@ -73,9 +73,17 @@ def config_description(config: str, release) -> str:
     return description
 
 
+def export_configs(manifest: dict) -> tuple[str, ...]:
+    """The configs an export holds, in release order: its manifest's ``configs`` (a subset
+    build, ``build --configs``, holds fewer), or every release config for a manifest
+    without the list."""
+    listed = manifest.get("configs")
+    return tuple(c for c in CONFIGS if c in listed) if isinstance(listed, list) and listed else CONFIGS
+
+
 def canonical_records_hash(rows: Iterable[dict]) -> str:
     """SHA-256 over the canonical JSON of every row (image bytes replaced by their SHA-256;
-    :func:`publishing.shards.canonical_row_bytes`)."""
+    :func:`generator.records.canonical_row_bytes`)."""
     h = hashlib.sha256()
     for row in rows:
         h.update(canonical_row_bytes(row))

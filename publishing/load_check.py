@@ -3,7 +3,7 @@
 :func:`load_problems` loads each config of an export folder exactly as a user does
 (``load_dataset(folder, config, split="test")``) in a fresh cache directory and compares
 what comes back with the card. The configs load in parallel worker processes (fork; one per
-CPU, at most one per config): each load parses the card's YAML front matter again in pure
+CPU up to 4, at most one per config): each load parses the card's YAML front matter again in pure
 Python, which is most of the check's time, and the loads are independent.
 """
 
@@ -18,7 +18,7 @@ from typing import Iterable, Optional
 import datasets
 from datasets.info import DatasetInfosDict
 
-from composition.plans import stop_pool, worker_pool
+from composition.plans import default_processes, stop_pool, worker_pool
 
 FULL_LOAD_MAX_ROWS = 5_000  # larger configs are checked by streaming (bounded memory)
 
@@ -47,10 +47,11 @@ def _load_one(task: tuple) -> list[str]:
 
 def _worker_count(processes: Optional[int], tasks: int) -> int:
     """Processes for ``tasks`` loads: 1 inside a daemonic pool worker (it may not fork) or
-    where fork is unavailable, else ``min(processes or CPUs, tasks)``."""
+    where fork is unavailable, else ``processes`` (default
+    :func:`composition.plans.default_processes`) capped at ``tasks``."""
     if tasks < 2 or multiprocessing.current_process().daemon or "fork" not in multiprocessing.get_all_start_methods():
         return 1
-    return max(1, min(processes or os.cpu_count() or 1, tasks))
+    return max(1, min(default_processes(processes), tasks))
 
 
 def load_problems(export_dir: Path, configs: Iterable[str], infos: DatasetInfosDict,
@@ -68,7 +69,7 @@ def load_problems(export_dir: Path, configs: Iterable[str], infos: DatasetInfosD
         configs: config names to load, in the order problems are reported.
         infos: the card's ``dataset_info`` entries (a config without one is only loaded).
         rows: Parquet row count per config (decides streaming; default: none streams).
-        processes: worker processes (default: one per CPU; 1 loads here, serially).
+        processes: worker processes (default: one per CPU, at most 4; 1 loads here, serially).
 
     Returns:
         Problems, one line each, config by config; empty when every config loads as declared.

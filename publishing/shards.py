@@ -12,7 +12,6 @@ given when the config is finished.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from pathlib import Path
 from typing import Optional
@@ -20,7 +19,7 @@ from typing import Optional
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from generator.records import FEATURES, canonical_row_bytes  # noqa: F401 - canonical_row_bytes re-exported
+from generator.records import FEATURES, canonical_row_bytes
 from publishing.card import VIEWER_ROW_GROUP_SIZE
 
 ROW_GROUP_SIZE = VIEWER_ROW_GROUP_SIZE  # 100: small row groups keep image configs viewer-friendly

@@ -140,10 +140,9 @@ def check_export_target(out_dir: os.PathLike | str) -> Path:
             raise TypeError('expected an object with a "files" object')
         listed = set(manifest["files"])
     except FileNotFoundError:
-        names = sorted(p.name for p in out.iterdir())
-        shown = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
         raise ExportPathError(f"--out {out_dir!s} is a non-empty folder that is not an ExBind export "
-                              f"(no {MANIFEST_NAME}; it holds {shown}); refusing to replace it. "
+                              f"(no {MANIFEST_NAME}; it holds {_describe(sorted(p.name for p in out.iterdir()))}); "
+                              "refusing to replace it. "
                               "Choose an empty or new folder") from None
     except (OSError, UnicodeDecodeError, ValueError, TypeError, KeyError) as exc:
         raise ExportPathError(f"--out {out_dir!s} is not an ExBind export: {MANIFEST_NAME} does not parse as an "

@@ -19,6 +19,7 @@ from tqdm.auto import tqdm
 
 from generator.baselines import BASELINE_FUNCTIONS, random_expectation
 from composition.release import CONFIGS
+from publishing.export import export_configs
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 FORMAT_ORDER = ("svg", "canvas", "tree", "dom", "graph", "table")
@@ -47,15 +48,10 @@ def format_table(headers: list[str], rows: list[list], title: str) -> str:
     return "\n".join([title, sep, line(cells[0]), sep] + [line(r) for r in cells[1:]] + [sep])
 
 
-def built_configs(manifest: dict) -> tuple[str, ...]:
-    """The configs an export holds, in release order (a subset build holds fewer)."""
-    return tuple(manifest.get("configs") or CONFIGS)
-
-
 def composition_table(manifest: dict) -> str:
     """Rows per config and format (paper Table 4 form)."""
     rows = []
-    for config in built_configs(manifest):
+    for config in export_configs(manifest):
         by = manifest["counts"][config]["by_format_condition"]
         per_fmt = [sum(by.get(f, {}).values()) for f in FORMAT_ORDER]
         rows.append([config] + [v or "-" for v in per_fmt] + [manifest["counts"][config]["rows"]])
@@ -309,7 +305,7 @@ def print_release_report(export_dir: Path, manifest: dict | None = None, scored:
     section of a subset build covers what it built)."""
     if manifest is None:
         manifest = json.loads((Path(export_dir) / "exbind_manifest.json").read_text())
-    configs = built_configs(manifest)
+    configs = export_configs(manifest)
     print(composition_table(manifest))
     print()
     print(gate_table(manifest))

@@ -39,32 +39,24 @@ def export_path_text(export: str | os.PathLike) -> str:
     return text if os.path.isabs(text) or text.startswith(("./", "../")) or text in (".", "..") else f"./{text}"
 
 
-def _held(export: str | os.PathLike, configs: tuple[str, ...]) -> tuple[str, ...]:
-    """``configs`` that the export's manifest lists (all of them when it lists none)."""
-    try:
-        listed = json.loads((Path(export) / "exbind_manifest.json").read_text(encoding="utf-8")).get("configs")
-    except (OSError, ValueError, AttributeError):
-        return configs
-    if not isinstance(listed, list):
-        return configs
-    return tuple(c for c in configs if c in listed) or configs
-
-
-def find_case(export: str | os.PathLike, case_id: str, config: Optional[str] = None) -> tuple[str, dict]:
+def find_case(export: str | os.PathLike, case_id: str, config: Optional[str] = None,
+              held: Optional[tuple[str, ...]] = None) -> tuple[str, dict]:
     """The row of ``case_id`` (image included) and the config it was found in.
 
     Args:
         export: an export folder written by ``exbind build``.
         case_id: a released case id, e.g. ``broad_table_0003__table``.
-        config: the config to look in; ``None`` searches :data:`SEARCH_ORDER`, skipping the
-            configs a subset export (``build --configs``) does not hold.
+        config: the config to look in; ``None`` searches :data:`SEARCH_ORDER`.
+        held: the configs the export holds (:func:`publishing.export.export_configs` of its
+            manifest); the search skips the others (a subset build, ``build --configs``).
 
     Raises:
         CaseNotFound: no searched config holds that case id.
     """
     import datasets
 
-    configs = (config,) if config else _held(export, SEARCH_ORDER)
+    searched = [c for c in SEARCH_ORDER if held is None or c in held]
+    configs = (config,) if config else tuple(searched or SEARCH_ORDER)
     for name in configs:
         ds = datasets.load_dataset(str(export), name, split="test")
         ids = ds["case_id"]
@@ -169,15 +161,15 @@ def run(args) -> int:
         print(f"show: {args.export!r} is not an ExBind export; build one with: exbind build --out {args.export}")
         return 2
     datasets.disable_progress_bars()
-    from publishing.export import ExportIntegrityError, verify_export
+    from publishing.export import ExportIntegrityError, export_configs, verify_export
 
     try:  # the files the manifest hashes, before any is read (a damaged Parquet may still load)
-        verify_export(args.export, None if args.config is None else (args.config,))
+        manifest = verify_export(args.export, None if args.config is None else (args.config,))
     except ExportIntegrityError as exc:
         print(f"show: {exc}")
         return 2
     try:
-        config, row = find_case(args.export, args.case_id, args.config)
+        config, row = find_case(args.export, args.case_id, args.config, export_configs(manifest))
     except CaseNotFound as exc:
         print(f"show: {exc}")
         return 2

@@ -457,15 +457,13 @@ def test_user_records_with_inline_svg_go_through_the_same_converter(tmp_path, li
     assert records[0].reference_json() == shipped_first[0].reference_json()
 
 
-def test_a_legacy_file_without_eligible_records_is_named_as_such():
-    from composition.release import SuiteCheckError
-
-    eligibility = {"attempted": 2, "eligible": 0, "rejected": {"target not in svg": 2}}
-    assert str(SuiteCheckError(["visible_oracle/legacy_bridge"], {}, eligibility)) == (
-        "legacy_bridge: none of the 2 legacy records passed the legacy gates (rejected by reason: target not in "
-        "svg 2); check the --legacy file against generator/legacy/README.md")
-    assert str(SuiteCheckError(["balance_targeted_table"], {}, eligibility)).startswith(
-        "suite-level checks failed: balance_targeted_table (")
+def test_a_legacy_file_without_eligible_records_is_named_as_such(tmp_path):
+    path = _write(tmp_path, [_good(id="r1", target={"node": "nowhere"}), _good(id="r2", target={"node": "nowhere"})])
+    with pytest.raises(bridge.NoEligibleLegacyRecords) as info:
+        bridge.bridge_records(path, render=False)
+    assert str(info.value) == (
+        f"{path}: none of its 2 legacy records passed the legacy gates (rejected by reason: target not in "
+        "svg 2); check it against generator/legacy/README.md")
 
 
 def test_a_user_legacy_file_makes_a_labelled_variant(tmp_path, lines, capsys):

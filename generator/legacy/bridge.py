@@ -24,6 +24,11 @@ from generator.legacy.tasks import BRIDGE_FILE, SELECTION_FILE
 CONFIG = "legacy_bridge"
 
 
+class NoEligibleLegacyRecords(ValueError):
+    """A legacy file none of whose records passed the legacy gates; ``str(err)`` names the
+    file, the record count and the rejections by reason."""
+
+
 def bridge_records(path: Optional[Union[str, Path]] = None, render: bool = True,
                    processes: Optional[int] = None, pool=None) -> tuple[list[ExBindRecord], dict]:
     """The legacy bridge's records.
@@ -49,10 +54,16 @@ def bridge_records(path: Optional[Union[str, Path]] = None, render: bool = True,
 
     Raises:
         generator.legacy.converter.LegacyRecordError: a malformed line (names the line and field).
+        NoEligibleLegacyRecords: the file has records but none passed the legacy gates.
         ValueError: ``processes`` is not a positive int or None.
     """
-    pairs, counts = convert_file(Path(path) if path is not None else BRIDGE_FILE, render=render, processes=processes,
-                                 pool=pool)
+    source = Path(path) if path is not None else BRIDGE_FILE
+    pairs, counts = convert_file(source, render=render, processes=processes, pool=pool)
+    if counts["attempted"] and not counts["eligible"]:
+        rejected = ", ".join(f"{k} {v}" for k, v in counts["rejected"].items()) or "none"
+        raise NoEligibleLegacyRecords(f"{source}: none of its {counts['attempted']} legacy records passed the legacy "
+                                      f"gates (rejected by reason: {rejected}); check it against "
+                                      "generator/legacy/README.md")
     if path is None and SELECTION_FILE.exists():
         counts["selection"] = json.loads(SELECTION_FILE.read_text(encoding="utf-8"))
     return [record for record, _score in pairs], counts
