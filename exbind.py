@@ -1,12 +1,4 @@
-"""ExBind: the ``datasets`` builder and the release command line.
-
-The builder (:class:`ExBind`) materializes every configuration as a ``test`` split from
-the generator (``datasets`` 4+ no longer runs dataset scripts, so it is used from Python
-and by the export, not through a script path)::
-
-    builder = ExBind(config_name="targeted_table", cache_dir=tmp)
-    builder.download_and_prepare()
-    ds = builder.as_dataset(split="test")
+"""ExBind: the release command line, and the ``datasets`` builder.
 
 The command line builds and exports the release and prints the report::
 
@@ -15,7 +7,20 @@ The command line builds and exports the release and prints the report::
 writes a Hub-ready folder (default ``./exbind``): ``README.md`` (the card plus generated
 YAML ``configs:`` and ``dataset_info``), ``data/<config>/test-*.parquet`` and
 ``exbind_manifest.json``; after it ``datasets.load_dataset("exbind", "targeted_table",
-split="test")`` works from the repository root.
+split="test")`` works from the repository root. ``score``, ``predict``, ``run-model``,
+``show`` and ``push`` are described by ``python exbind.py --help``.
+
+The builder (:class:`ExBind`, from :mod:`publishing.builder`) materializes every
+configuration as a ``test`` split from the generator::
+
+    from exbind import ExBind
+    builder = ExBind(config_name="targeted_table", cache_dir=tmp)
+    builder.download_and_prepare()
+    ds = builder.as_dataset(split="test")
+
+``ExBind``, ``ExBindConfig`` and ``release`` are imported on first use: this module imports
+only the standard library, so ``build`` starts its worker pool before ``datasets`` (about
+half a second of imports) is loaded, and the imports overlap the generation.
 """
 
 from __future__ import annotations
@@ -26,64 +31,18 @@ import signal
 import sys
 from pathlib import Path
 
-import datasets
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from generator.records import FEATURES, GENERATOR_VERSION  # noqa: E402
-from composition.release import (CONFIGS, RELEASE_VERSION, Release, ReleaseRun, SuiteCheckError,  # noqa: E402
-                                 build_release, check_configs)
-from publishing.export import DESCRIPTIONS, config_description  # noqa: E402
-from tqdm.auto import tqdm  # noqa: E402
-
-_RELEASE_CACHE: dict[str, Release] = {}
+_BUILDER_NAMES = ("ExBind", "ExBindConfig", "release")
 
 
-def release(processes: int | None = None, show_progress: bool = False, legacy_path: str | None = None,
-            seed: int | None = None, scale: int = 1) -> Release:
-    """The release of this generator version (and legacy JSONL), generated and gated once per process.
+def __getattr__(name: str):
+    """``ExBind``, ``ExBindConfig`` and ``release`` from :mod:`publishing.builder`, imported on first use."""
+    if name in _BUILDER_NAMES:
+        import publishing.builder
 
-    ``seed`` / ``scale`` make a labelled variant release (:func:`composition.release.build_release`).
-    """
-    key = (GENERATOR_VERSION, legacy_path, seed, scale)
-    if key not in _RELEASE_CACHE:
-        with tqdm(desc="generate + gate latents", disable=not show_progress) as bar:
-            _RELEASE_CACHE[key] = build_release(processes, progress=bar, legacy_path=legacy_path, seed=seed,
-                                                scale=scale)
-    return _RELEASE_CACHE[key]
-
-
-class ExBindConfig(datasets.BuilderConfig):
-    """One ExBind configuration (a name of :data:`composition.release.CONFIGS`)."""
-
-
-class ExBind(datasets.GeneratorBasedBuilder):
-    """ExBind executable-correspondence benchmark builder (docs/specification.md §2, §6).
-
-    Every config has one ``test`` split with the features of
-    :data:`generator.records.FEATURES`. Build in a fresh ``cache_dir`` (the export does):
-    a builder without a content hash reuses its Arrow cache across code changes.
-    """
-
-    VERSION = datasets.Version(RELEASE_VERSION)
-    BUILDER_CONFIGS = [ExBindConfig(name=name, version=datasets.Version(RELEASE_VERSION), description=DESCRIPTIONS[name])
-                       for name in CONFIGS]
-    DEFAULT_CONFIG_NAME = "broad"
-    # The release the builder reads; None: the default release (:func:`release`).
-    active_release: Release | None = None
-
-    def _info(self) -> datasets.DatasetInfo:
-        rel = type(self).active_release
-        description = config_description(self.config.name, rel) if rel is not None else DESCRIPTIONS[self.config.name]
-        return datasets.DatasetInfo(description=description, features=FEATURES, license="cc-by-4.0")
-
-    def _split_generators(self, dl_manager):
-        return [datasets.SplitGenerator(name=datasets.Split.TEST)]
-
-    def _generate_examples(self):
-        rel = type(self).active_release or release()
-        for index, record in enumerate(rel.configs[self.config.name]):
-            yield index, record.to_row()
+        return getattr(publishing.builder, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -139,17 +98,19 @@ def main(argv: list[str] | None = None) -> int:
                "\"records_hash\": checked against the export)\n"
                "exit status: 0 scored; 2 unreadable/duplicate/unknown/mismatched or empty input (the reason is printed)\n",
     )
-    from reports.score_cli import add_arguments as add_score_arguments
-    from publishing.hub import add_push_arguments
-    from predictors.cli import add_arguments as add_predict_arguments
-    from predictors.run_model_cli import add_parser as add_run_model_parser
-    from reports.show import add_parser as add_show_parser
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] != ["build"]:  # the other subcommands' options come from their modules (scipy and more)
+        from reports.score_cli import add_arguments as add_score_arguments
+        from publishing.hub import add_push_arguments
+        from predictors.cli import add_arguments as add_predict_arguments
+        from predictors.run_model_cli import add_parser as add_run_model_parser
+        from reports.show import add_parser as add_show_parser
 
-    add_score_arguments(score)
-    add_predict_arguments(sub)
-    add_run_model_parser(sub)
-    add_push_arguments(sub)
-    add_show_parser(sub)
+        add_score_arguments(score)
+        add_predict_arguments(sub)
+        add_run_model_parser(sub)
+        add_push_arguments(sub)
+        add_show_parser(sub)
     args = parser.parse_args(argv)
 
     if args.command in ("score", "predict", "run-model"):
@@ -182,94 +143,130 @@ def main(argv: list[str] | None = None) -> int:
         return run_predict(args)
 
     if args.command == "build":
-        from publishing.export import (BuildInterrupted, ExportPathError, check_export_target, export_release,
-                                       kept_export)
-        from reports.report import print_release_report
-
-        from composition.plans import check_scale
-
-        max_processes = 4 * (os.cpu_count() or 1)
-        if args.processes is not None and not 1 <= args.processes <= max_processes:
-            build.error(f"--processes must be an integer from 1 to {max_processes} (4 per CPU), got {args.processes}")
-        try:
-            check_scale(args.scale)
-        except ValueError as exc:
-            build.error(f"--{exc}")
-        if args.seed is not None and not 0 <= args.seed < 2**64:
-            build.error(f"--seed must be an integer from 0 to {2**64 - 1}, got {args.seed}")
-        configs = None if args.configs is None else [c.strip() for c in args.configs.split(",") if c.strip()]
-        try:
-            built = check_configs(configs)
-        except ValueError as exc:
-            build.error(f"--{exc}")
-        if args.legacy is not None and "legacy_bridge" not in built:
-            build.error("--legacy builds legacy_bridge, which --configs leaves out; add legacy_bridge to --configs")
-        try:
-            check_export_target(Path(args.out))
-        except ExportPathError as exc:
-            print(f"build refused: {exc}", file=sys.stderr)
-            return 2
-
-        from publishing.card import CardCheckError
-        from generator.legacy.bridge import NoEligibleLegacyRecords
-        from generator.legacy.converter import LegacyRecordError
-
-        datasets.disable_progress_bars()
-        # Ctrl-C inside a C callback (cairo writing a PNG) is swallowed there and resurfaces as a
-        # render error; the flag lets every refusal path report it as the interrupt it was.
-        interrupted: list[int] = []
-
-        def _on_sigint(signum, frame):
-            interrupted.append(signum)
-            raise KeyboardInterrupt
-
-        def _on_unraisable(unraisable, hook=sys.unraisablehook):
-            if isinstance(unraisable.exc_value, KeyboardInterrupt):  # swallowed in a C callback
-                interrupted.append(signal.SIGINT)
-                return
-            hook(unraisable)
-
-        out = Path(args.out).resolve()  # what every closing line names
-        previous_handler = signal.signal(signal.SIGINT, _on_sigint)
-        previous_hook, sys.unraisablehook = sys.unraisablehook, _on_unraisable
-        try:
-            manifest = export_release(Path(args.out),
-                                      lambda: ReleaseRun(args.processes, legacy_path=args.legacy, seed=args.seed,
-                                                         scale=args.scale, configs=configs),
-                                      show_progress=not args.quiet)
-        except (CardCheckError, LegacyRecordError, NoEligibleLegacyRecords, SuiteCheckError,
-                ExportPathError) as exc:
-            if interrupted:
-                print(f"build interrupted; {kept_export(out)}", file=sys.stderr)
-                return 130
-            if isinstance(exc, CardCheckError):
-                print(f"build refused: the export failed its checks; {kept_export(out)}\n{exc}",
-                      file=sys.stderr)
-                return 2
-            if isinstance(exc, ExportPathError):  # unwritable --out, or another build holds the lock
-                print(f"build refused: {exc}", file=sys.stderr)
-                return 2
-            print(f"build refused: {exc}; {kept_export(out)}", file=sys.stderr)
-            return 2
-        except BuildInterrupted as exc:
-            print(exc.message(), file=sys.stderr)
-            return 130
-        except KeyboardInterrupt:  # before the staging folder existed
-            print(f"build interrupted; {kept_export(out)}", file=sys.stderr)
-            return 130
-        finally:
-            signal.signal(signal.SIGINT, previous_handler)
-            sys.unraisablehook = previous_hook
-        variant = f" (variant release {manifest['release_version']})" if manifest.get("variant") else ""
-        if not args.quiet:
-            try:
-                print_release_report(Path(args.out), manifest, scored=not args.no_report)
-            except KeyboardInterrupt:  # the export is already complete and in place
-                print(f"report interrupted; the export at {out} is complete and in place"
-                      f"{variant}", file=sys.stderr)
-                return 130
-        print(f"export: {out}{variant}")
+        return _build(args, build)
     return 0
+
+
+def _build(args: argparse.Namespace, build: argparse.ArgumentParser) -> int:
+    """``build``: check the arguments, take the export's lock, start generating, export,
+    print the report.
+
+    The worker pool starts as soon as the lock is held and the release planned
+    (:meth:`composition.release.ReleaseRun.start`); ``datasets`` and the export code are
+    imported while the workers generate.
+    """
+    from composition.plans import check_scale
+    from composition.release import ReleaseRun, check_configs
+    from publishing.swap import ExportPathError, check_export_target, export_lock, resolve_out
+
+    max_processes = 4 * (os.cpu_count() or 1)
+    if args.processes is not None and not 1 <= args.processes <= max_processes:
+        build.error(f"--processes must be an integer from 1 to {max_processes} (4 per CPU), got {args.processes}")
+    try:
+        check_scale(args.scale)
+    except ValueError as exc:
+        build.error(f"--{exc}")
+    if args.seed is not None and not 0 <= args.seed < 2**64:
+        build.error(f"--seed must be an integer from 0 to {2**64 - 1}, got {args.seed}")
+    configs = None if args.configs is None else [c.strip() for c in args.configs.split(",") if c.strip()]
+    try:
+        built = check_configs(configs)
+    except ValueError as exc:
+        build.error(f"--{exc}")
+    if args.legacy is not None and "legacy_bridge" not in built:
+        build.error("--legacy builds legacy_bridge, which --configs leaves out; add legacy_bridge to --configs")
+    try:
+        check_export_target(Path(args.out))
+    except ExportPathError as exc:
+        print(f"build refused: {exc}", file=sys.stderr)
+        return 2
+    out = Path(args.out).resolve()  # what every closing line names
+
+    # Ctrl-C inside a C callback (cairo writing a PNG) is swallowed there and resurfaces as a
+    # render error; the flag lets every refusal path report it as the interrupt it was.
+    interrupted: list[int] = []
+
+    def _on_sigint(signum, frame):
+        interrupted.append(signum)
+        raise KeyboardInterrupt
+
+    def _on_unraisable(unraisable, hook=sys.unraisablehook):
+        if isinstance(unraisable.exc_value, KeyboardInterrupt):  # swallowed in a C callback
+            interrupted.append(signal.SIGINT)
+            return
+        hook(unraisable)
+
+    previous_handler = signal.signal(signal.SIGINT, _on_sigint)
+    previous_hook, sys.unraisablehook = sys.unraisablehook, _on_unraisable
+    run = None
+    try:
+        with export_lock(resolve_out(Path(args.out))):  # export_release takes it again (re-entrant)
+            # reads and checks a --legacy file: bad input is refused before any generation
+            run = ReleaseRun(args.processes, legacy_path=args.legacy, seed=args.seed, scale=args.scale,
+                             configs=configs, rows_only=True)
+            run.start()
+            import datasets  # imported while the workers generate
+
+            from publishing.export import export_release
+
+            datasets.disable_progress_bars()
+            manifest = export_release(Path(args.out), lambda: run, show_progress=not args.quiet)
+    except (Exception, KeyboardInterrupt) as exc:
+        status = _build_stopped(exc, bool(interrupted), out)
+        if status is None:
+            raise
+        return status
+    finally:
+        if run is not None:
+            run.close()
+        signal.signal(signal.SIGINT, previous_handler)
+        sys.unraisablehook = previous_hook
+    variant = f" (variant release {manifest['release_version']})" if manifest.get("variant") else ""
+    if not args.quiet:
+        try:
+            from reports.report import print_release_report
+
+            print_release_report(Path(args.out), manifest, scored=not args.no_report)
+        except KeyboardInterrupt:  # the export is already complete and in place
+            print(f"report interrupted; the export at {out} is complete and in place"
+                  f"{variant}", file=sys.stderr)
+            return 130
+    print(f"export: {out}{variant}")
+    return 0
+
+
+def _build_stopped(exc: BaseException, interrupted: bool, out: Path) -> int | None:
+    """Print the one line for a build that stopped on ``exc`` and return its exit status:
+    130 for Ctrl-C (also when it surfaced as another error), 2 for a refusal (unusable
+    ``--out``, another build holding the lock, a bad legacy file, a failed gate, suite check
+    or export check). None for anything else (a bug: the caller re-raises it). Every
+    message says what became of the previous export at ``out``."""
+    from composition.release import SuiteCheckError
+    from generator.legacy.bridge import NoEligibleLegacyRecords
+    from generator.legacy.converter import LegacyRecordError
+    from publishing.swap import BuildInterrupted, ExportPathError, kept_export
+
+    if isinstance(exc, BuildInterrupted):
+        print(exc.message(), file=sys.stderr)
+        return 130
+    if isinstance(exc, KeyboardInterrupt):  # before the staging folder existed
+        print(f"build interrupted; {kept_export(out)}", file=sys.stderr)
+        return 130
+    if isinstance(exc, (LegacyRecordError, NoEligibleLegacyRecords, SuiteCheckError, ExportPathError)):
+        refusal = f"build refused: {exc}"
+        if not isinstance(exc, ExportPathError):  # an unusable --out or a held lock touched nothing
+            refusal += f"; {kept_export(out)}"
+    else:
+        from publishing.card import CardCheckError  # imported by then if the export check ran
+
+        if not isinstance(exc, CardCheckError):
+            return None
+        refusal = f"build refused: the export failed its checks; {kept_export(out)}\n{exc}"
+    if interrupted:
+        print(f"build interrupted; {kept_export(out)}", file=sys.stderr)
+        return 130
+    print(refusal, file=sys.stderr)
+    return 2
 
 
 def console_main() -> None:

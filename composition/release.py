@@ -17,6 +17,7 @@ to a single-process build.
 from __future__ import annotations
 
 import hashlib
+from contextlib import ExitStack
 from pathlib import Path
 from dataclasses import dataclass
 from functools import partial
@@ -24,7 +25,7 @@ from typing import Iterable, Iterator, Optional
 
 from composition.plans import (BROAD_PER_FAMILY, BROAD_SEED, CASES_PER_TARGETED_CONDITION, HIERARCHY_CONDITIONS,  # noqa: F401
                                MAX_ATTEMPTS, PERMUTATION_SEEDS, TABLE_CONDITIONS, TARGETED_SEED, GeneratedLatent,
-                               LatentPlan, _legacy_unit, broad_plans, case_rng, column_metadata_record,
+                               LatentPlan, _legacy_unit, broad_plans, build_gc, case_rng, column_metadata_record,
                                config_records, default_processes, generate_all, generate_latent, generate_unit,
                                imap_ordered, imap_windows, permuted_records, stop_pool, targeted_plans,
                                worker_pool)
@@ -141,6 +142,9 @@ class ReleaseRun:
         scale: ``K`` times the paper's counts in every generated config (``build --scale``);
             ``legacy_bridge`` comes from fixed records and is not scaled.
         configs: the configs to build (:func:`check_configs`; default all).
+        rows_only: :meth:`records` yields :class:`generator.records.RowRecord` (row and
+            records-hash line, what an export writes) instead of whole records; the
+            workers send far less (the export's setting).
 
     Any non-default seed, scale, config subset or legacy file makes a labelled variant
     (``variant``; a legacy file adds its SHA-256 as ``legacy_sha256``).
@@ -153,8 +157,10 @@ class ReleaseRun:
 
     def __init__(self, processes: Optional[int] = None, progress=None, broad_seed: int = BROAD_SEED,
                  targeted_seed: int = TARGETED_SEED, legacy_path: Optional[str] = None,
-                 seed: Optional[int] = None, scale: int = 1, configs: Optional[Iterable[str]] = None):
+                 seed: Optional[int] = None, scale: int = 1, configs: Optional[Iterable[str]] = None,
+                 rows_only: bool = False):
         self.configs = check_configs(configs)
+        self.rows_only = rows_only
         self.processes, self.progress, self.scale = default_processes(processes), progress, scale
         custom = seed is None and (broad_seed, targeted_seed) != (BROAD_SEED, TARGETED_SEED)
         permutation_seeds = tuple(PERMUTATION_SEEDS)
@@ -164,7 +170,7 @@ class ReleaseRun:
             permutation_seeds = tuple(derived["permutations"])
         self.plans = {"broad": broad_plans(broad_seed, scale), "targeted": targeted_plans(targeted_seed, scale)}
         self.permutation_seeds = permutation_seeds
-        self.legacy, self.legacy_eligibility = [], {}
+        self.legacy_eligibility: dict = {}
         self.legacy_path = legacy_path
         if "legacy_bridge" in self.configs:  # a malformed or hostile file is refused before any generation
             self.legacy_inputs = read_legacy_jsonl(legacy_path if legacy_path is not None else BRIDGE_FILE)
@@ -186,6 +192,7 @@ class ReleaseRun:
         self.gate_tables: Optional[dict] = None
         self.suite_checks: Optional[dict] = None
         self.latent_counts: Optional[dict] = None
+        self._work: Optional[tuple] = None  # (ExitStack, legacy result, latent iterator) once started
 
     @property
     def label(self) -> str:
@@ -202,21 +209,52 @@ class ReleaseRun:
         """Progress units: latents plus legacy records (an upper bound: ineligible ones are dropped)."""
         return len(self.planned()) + (len(self.legacy_inputs) if "legacy_bridge" in self.configs else 0)
 
+    def start(self) -> "ReleaseRun":
+        """Start generating now and return this run: fork the worker pool and queue the legacy
+        conversion and the first window of latents, so the work overlaps whatever the caller
+        does before reading :meth:`records` (the command line imports ``datasets`` and the
+        export code meanwhile). The garbage collector runs with :func:`composition.plans.build_gc`
+        until :meth:`close`. Calling it again does nothing; :meth:`records` calls it. A
+        started run that is not read to the end must be closed (:meth:`close`)."""
+        if self._work is None:
+            stack = ExitStack()
+            stack.enter_context(build_gc())  # workers fork with the frozen heap and the build's thresholds
+            pool = worker_pool(self.processes) if self.processes > 1 else None
+            if pool is not None:
+                stack.callback(stop_pool, pool)
+            unit = partial(generate_unit, permutation_seeds=self.permutation_seeds, rows_only=self.rows_only)
+            plans = self.planned()
+            try:
+                legacy = self._start_legacy(pool)
+                latents = imap_windows(pool, unit, plans, self.processes) if pool is not None else map(unit, plans)
+            except BaseException:
+                stack.close()
+                raise
+            self._work = (stack, legacy, latents)
+        return self
+
+    def close(self) -> None:
+        """Stop the worker pool (bounded in time: :func:`composition.plans.stop_pool`) and
+        restore the garbage collector's settings; safe to call more than once."""
+        if self._work is not None:
+            stack, self._work = self._work[0], (None, None, None)
+            if stack is not None:
+                stack.close()
+
     def records(self) -> Iterator[tuple[str, ExBindRecord]]:
         """``(config, record)`` for every row of every built config, in release order within
         each config; each record's row is already serialized (``record.to_row()``).
 
         Raises:
+            RuntimeError: the run was closed before its rows were read.
             SuiteCheckError: after the last row, when a suite-level check failed (a caller
                 writing rows must then discard them).
         """
+        _, legacy, latents = self.start()._work
+        if latents is None:
+            raise RuntimeError("this ReleaseRun was closed; build a new one")
         summary = ReleaseSummary(self.configs)
-        unit = partial(generate_unit, permutation_seeds=self.permutation_seeds)
-        plans = self.planned()
-        pool = worker_pool(self.processes) if self.processes > 1 else None
         try:
-            legacy = self._start_legacy(pool)
-            latents = imap_windows(pool, unit, plans, self.processes) if pool is not None else map(unit, plans)
             for g in latents:
                 summary.add_latent(g)
                 for config, check in g.visible.items():
@@ -227,14 +265,12 @@ class ReleaseRun:
                         yield config, rec
                 self._tick()
             units, self.legacy_eligibility = legacy()
-            self.legacy = [rec for rec, _ in units]
             for rec, check in units:
                 summary.add_visible("legacy_bridge", check)
                 yield "legacy_bridge", rec
                 self._tick()
         finally:
-            if pool is not None:
-                stop_pool(pool)
+            self.close()
         self.gate_tables, self.suite_checks, failures = summary.finish()
         self.latent_counts = {suite: len(hashes) for suite, hashes in summary.latent_hashes.items()}
         if failures:
@@ -254,11 +290,11 @@ class ReleaseRun:
         if "legacy_bridge" not in self.configs:
             return lambda: ([], {})
         if pool is None:
-            units = _convert_legacy(self.legacy_path)
+            units = _convert_legacy(self.legacy_path, self.rows_only)
             return lambda: units
         if cache_enabled():  # the legacy pictures render on every worker first; the conversion reads them cached
             pool.map_async(_render_into_cache, list(dict.fromkeys(inp.svg for inp in self.legacy_inputs)), chunksize=1)
-        pending = pool.apply_async(_convert_legacy, (self.legacy_path,))  # queued before any latent
+        pending = pool.apply_async(_convert_legacy, (self.legacy_path, self.rows_only))  # queued before any latent
         return pending.get
 
 
@@ -271,12 +307,12 @@ def _render_into_cache(svg: str) -> None:
         pass
 
 
-def _convert_legacy(path: Optional[str]):
+def _convert_legacy(path: Optional[str], rows_only: bool = False):
     """Pool task: ``([(record, visible check)], eligibility)`` of the legacy bridge
     (:func:`generator.legacy.bridge.bridge_records`, then :func:`composition.plans._legacy_unit`
     on each record), all in one worker so it overlaps the latents the others generate."""
     records, eligibility = bridge_records(path, processes=1)
-    return [_legacy_unit(rec) for rec in records], eligibility
+    return [_legacy_unit(rec, rows_only) for rec in records], eligibility
 
 
 @dataclass

@@ -41,20 +41,18 @@ class DepthBalance:
         self.depths: dict = {"tree": set(), "dom": set()}
         self.broad_built = False
 
-    def add(self, g) -> None:
-        """Add one generated hierarchy latent (:class:`composition.release.GeneratedLatent`)."""
-        if g.plan.family != "hierarchy":
+    def add(self, plan, facts: dict) -> None:
+        """Add one generated latent: its plan and :func:`latent_facts`."""
+        if plan.family != "hierarchy":
             return
-        if g.plan.suite == "broad":
+        hierarchy = facts["hierarchy"]
+        if plan.suite == "broad":
             self.broad_built = True
         else:
-            case = g.records[0].case
-            self.sizes.setdefault(g.plan.condition, []).append(len(case.candidates))
-            blocks = tuple(sorted({c.meaning.path for c in case.candidates if c.meaning.kind == "block"}))
-            self.skeletons.setdefault(g.plan.condition, set()).add(
-                (len({c.meaning.group for c in case.candidates}), blocks))
-        for rec in g.records:
-            self.depths[rec.case.format].add(1 + len(rec.case.target.path))
+            self.sizes.setdefault(plan.condition, []).append(hierarchy["candidates"])
+            self.skeletons.setdefault(plan.condition, set()).add(hierarchy["skeleton"])
+        for fmt, depth in hierarchy["depths"]:
+            self.depths[fmt].add(depth)
 
     def result(self) -> dict:
         """``{"passed", "median_candidates": {condition: median}, "median_ratio",
@@ -70,11 +68,36 @@ class DepthBalance:
                 "depths": {k: sorted(v) for k, v in self.depths.items()}}
 
 
+def latent_facts(g) -> dict:
+    """What the suite checks read from a latent's own records, taken where the records are
+    (:func:`composition.plans.generate_unit`, in a pool worker), so that the rows can travel
+    to the writer without their cases.
+
+    Returns ``{"conditions": [condition per record], "gold_ranks": [1-based rank per record]}``
+    plus, for a table latent, ``"target_column"`` (of the first record) and, for a hierarchy
+    latent, ``"hierarchy": {"candidates": count, "skeleton": (groups, block paths),
+    "depths": [(format, 1 + target path length) per record]}`` (the first record's case).
+    """
+    records = g.records
+    facts = {"conditions": [rec.condition for rec in records], "gold_ranks": [rec.gold_rank() for rec in records]}
+    case = records[0].case
+    if g.plan.family == "table":
+        facts["target_column"] = case.target.column
+    if g.plan.family == "hierarchy":
+        blocks = tuple(sorted({c.meaning.path for c in case.candidates if c.meaning.kind == "block"}))
+        facts["hierarchy"] = {
+            "candidates": len(case.candidates),
+            "skeleton": (len({c.meaning.group for c in case.candidates}), blocks),
+            "depths": [(rec.case.format, 1 + len(rec.case.target.path)) for rec in records],
+        }
+    return facts
+
+
 def hierarchy_depth_balance(broad: Iterable, targeted: Iterable) -> dict:
     """The hierarchy depth check over lists of generated latents (:class:`DepthBalance`)."""
     acc = DepthBalance()
     for g in list(broad) + list(targeted):
-        acc.add(g)
+        acc.add(g.plan, latent_facts(g))
     return acc.result()
 
 
@@ -98,9 +121,10 @@ class ReleaseSummary:
         self.visible = {c: Counter(n=0, exact=0, abstained=0) for c in self.configs}
 
     def add_latent(self, g) -> None:
-        """Add one accepted latent (:class:`composition.release.GeneratedLatent`, summarized
-        by :func:`composition.release.generate_unit`)."""
-        suite, plan = g.plan.suite, g.plan
+        """Add one accepted latent (:class:`composition.plans.GeneratedLatent` as
+        :func:`composition.plans.generate_unit` returns it: ``facts`` filled; its records may
+        be :class:`generator.records.RowRecord`)."""
+        suite, plan, facts = g.plan.suite, g.plan, g.facts
         attempts = self.attempts[suite]
         attempts["attempted"] += g.attempts
         attempts["accepted"] += 1
@@ -110,17 +134,16 @@ class ReleaseSummary:
         self.latent_hashes[suite].add(bytes.fromhex(g.latent_hash))
         if suite == "targeted":
             stream = f"targeted_{plan.family}"
-            for rec in g.records:
-                self.ranks[stream].add(rec.condition, rec.gold_rank())
+            for condition, rank in zip(facts["conditions"], facts["gold_ranks"]):
+                self.ranks[stream].add(condition, rank)
             if plan.family == "table":
-                rec = g.records[0]
                 self.balance_meta.append(table.balance_meta(plan.condition, plan.slot, g.template,
-                                                            rec.case.target.column))
+                                                            facts["target_column"]))
         if plan.family == "table":
             key = "targeted_table" if suite == "targeted" else "broad_table"
-            for rec, expectations in zip(g.records, g.shortcuts):
-                self.shortcuts[key].add(rec.condition, expectations)
-        self.depth.add(g)
+            for condition, expectations in zip(facts["conditions"], g.shortcuts):
+                self.shortcuts[key].add(condition, expectations)
+        self.depth.add(plan, facts)
 
     def add_visible(self, config: str, check: dict) -> None:
         """Add a visible-oracle count (``{"n", "exact", "abstained"}``) for rows of ``config``."""

@@ -13,71 +13,87 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import Optional
 
-import datasets
-
 from exbind_scoring import DECLARED_ORDERS, REFERENCE_SCHEMA
 from generator.prompt import build_prompt, output_schema
 from generator.schema import OUTPUT_KEYS, Candidate, SurfaceCase, Target
 
 GENERATOR_VERSION = "exbind.generator.v2"
 
-# Arrow features of every config (one schema for all, so configs concatenate cleanly).
-FEATURES = datasets.Features(
-    {
-        "case_id": datasets.Value("string"),
-        "latent_id": datasets.Value("string"),
-        "group_id": datasets.Value("string"),
-        "parent_case_id": datasets.Value("string"),
-        "suite": datasets.Value("string"),
-        "format": datasets.Value("string"),
-        "family": datasets.Value("string"),
-        "condition": datasets.Value("string"),
-        "instruction": datasets.Value("string"),
-        "observation": {"source_type": datasets.Value("string"), "source": datasets.Value("string")},
-        "image": datasets.Image(),
-        "candidates": datasets.List(
-            {
-                "candidate_id": datasets.Value("string"),
-                "candidate_type": datasets.Value("string"),
-                "bbox": datasets.List(datasets.Value("int32")),
-                "roles": datasets.List(datasets.Value("string")),
-                "column": datasets.Value("string"),
-                "tag": datasets.Value("string"),
-                "parent_id": datasets.Value("string"),
-                "text": datasets.Value("string"),
-            }
-        ),
-        "gold": datasets.Value("string"),
-        "gold_rank": datasets.Value("int32"),
-        "output_schema": datasets.Value("string"),
-        "prompt": datasets.Value("string"),
-        "binding": {
-            "entity": datasets.Value("string"),
-            "semantic_id": datasets.Value("string"),
-            "attribute": datasets.Value("string"),
-            "target_type": datasets.Value("string"),
-            "executable_type": datasets.Value("string"),
-        },
-        "surface_mapping": datasets.List(
-            {"semantic_id": datasets.Value("string"), "candidate_id": datasets.Value("string")}
-        ),
-        "applicable_stages": datasets.List(datasets.Value("string")),
-        "declared_order": datasets.List(datasets.Value("string")),
-        "order_control": {
-            "permutation_seed": datasets.Value("int64"),
-            "original_order": datasets.List(datasets.Value("string")),
-            "permuted_order": datasets.List(datasets.Value("string")),
-            "original_gold_rank": datasets.Value("int32"),
-            "permuted_gold_rank": datasets.Value("int32"),
-        },
-        "cached_output": {
-            "output": datasets.Value("string"),
-            "predictor": datasets.Value("string"),
-            "provenance": datasets.Value("string"),
-        },
-        "reference": datasets.Value("string"),
-    }
-)
+# The row schema as plain data, the one listing of every column and its type (one schema for
+# all configs, so configs concatenate cleanly): a string is a ``datasets.Value`` dtype,
+# ``"image"`` a ``datasets.Image()``, ``[t]`` a list of ``t``, a dict a struct.
+# :data:`FEATURES` is its ``datasets`` form, built on first use, so that generation (pool
+# workers included) never imports ``datasets``.
+ROW_SCHEMA: dict = {
+    "case_id": "string",
+    "latent_id": "string",
+    "group_id": "string",
+    "parent_case_id": "string",
+    "suite": "string",
+    "format": "string",
+    "family": "string",
+    "condition": "string",
+    "instruction": "string",
+    "observation": {"source_type": "string", "source": "string"},
+    "image": "image",
+    "candidates": [{
+        "candidate_id": "string",
+        "candidate_type": "string",
+        "bbox": ["int32"],
+        "roles": ["string"],
+        "column": "string",
+        "tag": "string",
+        "parent_id": "string",
+        "text": "string",
+    }],
+    "gold": "string",
+    "gold_rank": "int32",
+    "output_schema": "string",
+    "prompt": "string",
+    "binding": {
+        "entity": "string",
+        "semantic_id": "string",
+        "attribute": "string",
+        "target_type": "string",
+        "executable_type": "string",
+    },
+    "surface_mapping": [{"semantic_id": "string", "candidate_id": "string"}],
+    "applicable_stages": ["string"],
+    "declared_order": ["string"],
+    "order_control": {
+        "permutation_seed": "int64",
+        "original_order": ["string"],
+        "permuted_order": ["string"],
+        "original_gold_rank": "int32",
+        "permuted_gold_rank": "int32",
+    },
+    "cached_output": {"output": "string", "predictor": "string", "provenance": "string"},
+    "reference": "string",
+}
+COLUMNS: tuple[str, ...] = tuple(ROW_SCHEMA)
+
+
+def _feature(spec):
+    """The ``datasets`` feature of one :data:`ROW_SCHEMA` entry."""
+    import datasets
+
+    if isinstance(spec, dict):
+        return {name: _feature(sub) for name, sub in spec.items()}
+    if isinstance(spec, list):
+        return datasets.List(_feature(spec[0]))
+    return datasets.Image() if spec == "image" else datasets.Value(spec)
+
+
+def __getattr__(name: str):
+    """``FEATURES``: the ``datasets.Features`` of :data:`ROW_SCHEMA`, built (and kept) on first use."""
+    if name == "FEATURES":
+        import datasets
+
+        features = datasets.Features(_feature(ROW_SCHEMA))
+        globals()["FEATURES"] = features
+        return features
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 
 def canonical_row_bytes(row: dict) -> bytes:
@@ -228,7 +244,7 @@ class ExBindRecord:
         return self._serialized["reference"]
 
     def to_row(self) -> dict:
-        """The dataset row (keys of :data:`FEATURES`), built once per record and kept: treat it
+        """The dataset row (keys :data:`COLUMNS`), built once per record and kept: treat it
         as read-only (copy before changing it)."""
         if "row" not in self._serialized:
             self._serialized["row"] = self._build_row()
@@ -270,11 +286,49 @@ class ExBindRecord:
             "reference": self.reference_json(),
         }
         row["prompt"] = build_prompt(row)
-        return {k: row[k] for k in FEATURES}
+        return {k: row[k] for k in COLUMNS}
 
     def with_candidates(self, candidates: list[Candidate], **changes) -> "ExBindRecord":
         """A copy with another candidate order (controls); everything else is kept."""
         return replace(self, case=replace(self.case, candidates=candidates), **changes)
+
+
+class RowRecord:
+    """A record reduced to what an export writes: its dataset row and its records-hash line.
+
+    What a pool worker sends back for an export instead of the whole :class:`ExBindRecord`
+    (the case, its candidates and meanings): unpickling those objects was a fifth of the
+    build's main-process time. ``to_row()`` and ``canonical_line()`` answer as the record's
+    did; ``condition``, ``group_id`` and ``format`` are read from the row.
+    """
+
+    __slots__ = ("row", "line")
+
+    def __init__(self, row: dict, line: bytes):
+        self.row, self.line = row, line
+
+    @classmethod
+    def of(cls, rec: "ExBindRecord") -> "RowRecord":
+        """The row form of ``rec`` (serializing it if it was not yet)."""
+        return cls(rec.to_row(), rec.canonical_line())
+
+    def to_row(self) -> dict:
+        return self.row
+
+    def canonical_line(self) -> bytes:
+        return self.line
+
+    @property
+    def condition(self) -> Optional[str]:
+        return self.row["condition"]
+
+    @property
+    def group_id(self) -> Optional[str]:
+        return self.row["group_id"]
+
+    @property
+    def format(self) -> str:
+        return self.row["format"]
 
 
 def _candidate_payload(c: Candidate) -> dict:

@@ -46,8 +46,9 @@ from publishing.eval_files import write_eval_yaml
 from publishing.shards import ROW_GROUP_SIZE, ConfigShardWriter, sha256_file  # noqa: F401
 from generator.records import FEATURES, GENERATOR_VERSION, canonical_row_bytes
 from composition.release import CONFIGS, Release, ReleaseRun
-from publishing.swap import (MANIFEST_NAME, ExportBusyError, ExportPathError, check_export_target,
-                             clean_stale, export_lock, install, make_staging_dir, resolve_out)
+from publishing.swap import (MANIFEST_NAME, BuildInterrupted, ExportBusyError, ExportPathError,  # noqa: F401
+                             check_export_target, clean_stale, export_lock, install, make_staging_dir,
+                             resolve_out)
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CARD_TEMPLATE = Path(__file__).resolve().parent / "dataset_card.md"
@@ -194,29 +195,6 @@ def export_release(out_dir: Path, get_release: Callable[[], ReleaseSource], show
     return manifest
 
 
-class BuildInterrupted(KeyboardInterrupt):
-    """Ctrl-C during :func:`export_release`; ``installed`` says whether the new export was already in place."""
-
-    def __init__(self, out_dir: Path, installed: bool):
-        super().__init__(str(out_dir))
-        self.out_dir, self.installed = out_dir, installed
-
-    def message(self) -> str:
-        """One line for the user (the command exits 130)."""
-        if self.installed:
-            return f"build interrupted after the new export was installed at {self.out_dir}"
-        return f"build interrupted; {kept_export(self.out_dir)}"
-
-
-def kept_export(out_dir: Path) -> str:
-    """What a build that stopped before its swap left at ``out_dir``, as a clause:
-    ``the previous export at DIR is untouched``, or ``nothing was written to DIR`` when
-    there was none."""
-    if Path(out_dir).exists():
-        return f"the previous export at {out_dir} is untouched"
-    return f"nothing was written to {out_dir}"
-
-
 def _dataset_info(config: str, rel: ReleaseSource, writer: ConfigShardWriter, tmp: Path) -> datasets.DatasetInfo:
     """The card's ``dataset_info`` entry of one config (features, split size, file sizes)."""
     info = datasets.DatasetInfo(description=config_description(config, rel), features=FEATURES,
@@ -242,8 +220,9 @@ def _write_export(tmp: Path, out_dir: Path, get_release: Callable[[], ReleaseSou
         rel.progress = progress
     try:
         for config, rec in rel.records():
-            writers[config].add(rec.to_row(), rec.canonical_line())
-            counters[config][(rec.case.format, rec.condition)] += 1
+            row = rec.to_row()
+            writers[config].add(row, rec.canonical_line())
+            counters[config][(row["format"], row["condition"])] += 1
             if not isinstance(rel, ReleaseRun):
                 progress.update(1)
     finally:

@@ -18,7 +18,7 @@ from typing import Iterable, Optional
 import datasets
 from datasets.info import DatasetInfosDict
 
-from composition.plans import default_processes, stop_pool, worker_pool
+from composition.plans import build_gc, default_processes, stop_pool, worker_pool
 
 FULL_LOAD_MAX_ROWS = 5_000  # larger configs are checked by streaming (bounded memory)
 
@@ -78,7 +78,7 @@ def load_problems(export_dir: Path, configs: Iterable[str], infos: DatasetInfosD
     was_disabled = datasets.are_progress_bars_disabled()
     datasets.disable_progress_bars()
     try:
-        with tempfile.TemporaryDirectory(prefix="exbind-card-check-") as cache:
+        with build_gc(), tempfile.TemporaryDirectory(prefix="exbind-card-check-") as cache:
             tasks = []
             for config in configs:
                 info = infos.get(config)

@@ -164,18 +164,27 @@ def lock_path(out: Path) -> Path:
     return out.with_name(f".{out.name}.lock")
 
 
+# Lock files this process holds (path -> pid), so that a nested export_lock on the same
+# folder (the build command holds it while it plans, then export_release takes it) passes.
+_HELD: dict = {}
+
+
 @contextlib.contextmanager
 def export_lock(out: Path) -> Iterator[Path]:
     """Hold an exclusive lock on ``out`` for the duration of the block (never waits).
 
     Also the writability check: the parent is created if needed and the lock file opened
     there, so an unwritable ``--out`` (``/proc/exbind``) fails here, before any generation.
+    Re-entrant within a process: a nested block on the same ``out`` holds the lock already.
 
     Raises:
         ExportBusyError: another process holds the lock (its PID is in the message).
         ExportPathError: the parent folder cannot be created or written.
     """
     path = lock_path(out)
+    if _HELD.get(str(path)) == os.getpid():
+        yield path
+        return
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o666)
@@ -197,7 +206,11 @@ def export_lock(out: Path) -> Iterator[Path]:
                                   "wait for it to finish, or choose another --out") from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        yield path
+        _HELD[str(path)] = os.getpid()
+        try:
+            yield path
+        finally:
+            _HELD.pop(str(path), None)
     finally:
         os.close(fd)  # releases the lock
 
@@ -357,3 +370,27 @@ def install(staged: Path, out: Path, state: Optional[dict] = None) -> None:
     _step("exchanged")
     _remove(old)
     _step("removed")
+
+
+def kept_export(out_dir: Path) -> str:
+    """What a build that stopped before its swap left at ``out_dir``, as a clause:
+    ``the previous export at DIR is untouched``, or ``nothing was written to DIR`` when
+    there was none."""
+    if Path(out_dir).exists():
+        return f"the previous export at {out_dir} is untouched"
+    return f"nothing was written to {out_dir}"
+
+
+class BuildInterrupted(KeyboardInterrupt):
+    """Ctrl-C during :func:`publishing.export.export_release`; ``installed`` says whether the
+    new export was already in place."""
+
+    def __init__(self, out_dir: Path, installed: bool):
+        super().__init__(str(out_dir))
+        self.out_dir, self.installed = out_dir, installed
+
+    def message(self) -> str:
+        """One line for the user (the command exits 130)."""
+        if self.installed:
+            return f"build interrupted after the new export was installed at {self.out_dir}"
+        return f"build interrupted; {kept_export(self.out_dir)}"

@@ -9,6 +9,8 @@ uses the session export."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import inspect
 import json
@@ -64,6 +66,32 @@ def fake_writer(monkeypatch):
     return labels
 
 
+@contextlib.contextmanager
+def _foreign_lock(out: Path):
+    """The export lock held through another open file description, as a second process holds
+    it (``export_lock`` itself is re-entrant within a process)."""
+    fd = os.open(swap.lock_path(out), os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        os.close(fd)
+
+
+class _NoRun:
+    """Stands in for a ReleaseRun under ``fake_writer`` (which never reads its rows)."""
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def start(self):
+        return self
+
+    def close(self):
+        pass
+
+
 def _siblings(out: Path) -> list[str]:
     return sorted(p.name for p in out.parent.iterdir())
 
@@ -82,7 +110,7 @@ def test_empty_manifest_in_a_folder_with_user_files_is_refused(tmp_path, capsys,
     own.mkdir()
     (own / "thesis.tex").write_text("hi")
     (own / MANIFEST_NAME).write_text("")
-    monkeypatch.setattr("exbind.ReleaseRun", lambda *a, **k: pytest.fail("generation must not start"))
+    monkeypatch.setattr("composition.release.ReleaseRun", lambda *a, **k: pytest.fail("generation must not start"))
     assert main(["build", "--out", str(own), "--quiet"]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"build refused: --out {own} is not an ExBind export: {MANIFEST_NAME} does not parse")
@@ -140,8 +168,8 @@ def test_overlapping_build_is_refused_before_generation(tmp_path, capsys, monkey
     out = tmp_path / "exbind"
     fake_writer.append("first")
     export_release(out, lambda: None, show_progress=False)
-    monkeypatch.setattr("exbind.ReleaseRun", lambda *a, **k: pytest.fail("generation must not start"))
-    with export_lock(swap.resolve_out(out)):  # another open file description: as a second process
+    monkeypatch.setattr("composition.release.ReleaseRun", lambda *a, **k: pytest.fail("generation must not start"))
+    with _foreign_lock(swap.resolve_out(out)):
         with pytest.raises(ExportBusyError, match=f"another build holds the lock on {out} \\(pid {os.getpid()},"):
             export_release(out, lambda: pytest.fail("no generation"), show_progress=False)
         assert main(["build", "--out", str(out), "--quiet"]) == 2
@@ -151,6 +179,27 @@ def test_overlapping_build_is_refused_before_generation(tmp_path, capsys, monkey
     export_release(out, lambda: None, show_progress=False)
     assert _label(out) == "second"
     assert _siblings(out) == [".exbind.lock", "exbind"]
+
+
+def test_export_lock_is_reentrant_in_a_process_and_exclusive_across(tmp_path):
+    """The build command holds the lock while it plans and starts its workers; export_release
+    then takes it again. Another holder is still refused, before and after."""
+    out = tmp_path / "exbind"
+    with export_lock(out) as path:
+        with export_lock(out) as again:
+            assert again == path and path.read_text() == f"{os.getpid()}\n"
+        fd = os.open(path, os.O_RDWR)
+        try:  # still held after the nested block
+            with pytest.raises(BlockingIOError):
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        finally:
+            os.close(fd)
+    with _foreign_lock(out):
+        with pytest.raises(ExportBusyError, match="another build holds the lock"):
+            with export_lock(out):
+                pass
+    with export_lock(out):  # released
+        pass
 
 
 @pytest.mark.parametrize("fallback", [False, True])
@@ -297,7 +346,7 @@ def test_ctrl_c_is_one_line_exit_130_and_keeps_the_previous_export(tmp_path, cap
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("exbind.ReleaseRun", interrupted)
+    monkeypatch.setattr("composition.release.ReleaseRun", interrupted)
     assert main(["build", "--out", str(out), "--quiet"]) == 130
     captured = capsys.readouterr()
     assert captured.err == f"build interrupted; the previous export at {out} is untouched\n"
@@ -313,7 +362,7 @@ def test_ctrl_c_during_the_report_says_the_export_is_in_place(tmp_path, capsys, 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("exbind.ReleaseRun", lambda *a, **k: None)
+    monkeypatch.setattr("composition.release.ReleaseRun", _NoRun)
     monkeypatch.setattr("reports.report.print_release_report", interrupted)
     assert main(["build", "--out", str(out)]) == 130
     captured = capsys.readouterr()
@@ -330,7 +379,7 @@ def test_sigint_during_a_pooled_build_prints_one_line(tmp_path, capsys, monkeypa
     while not any(p.name.startswith(".exbind.tmp-") for p in tmp_path.iterdir()):  # lock taken, generating
         assert proc.poll() is None and time.time() < deadline
         time.sleep(0.1)
-    monkeypatch.setattr("exbind.ReleaseRun", lambda *a, **k: pytest.fail("generation must not start"))
+    monkeypatch.setattr("composition.release.ReleaseRun", lambda *a, **k: pytest.fail("generation must not start"))
     assert main(["build", "--out", str(out), "--quiet"]) == 2
     assert capsys.readouterr().err.startswith(
         f"build refused: another build holds the lock on {out} (pid {proc.pid}, lock file {tmp_path / '.exbind.lock'})")
@@ -343,7 +392,7 @@ def test_sigint_during_a_pooled_build_prints_one_line(tmp_path, capsys, monkeypa
 
 
 def test_unwritable_out_fails_before_generation(capsys, monkeypatch):
-    monkeypatch.setattr("exbind.ReleaseRun", lambda *a, **k: pytest.fail("generation must not start"))
+    monkeypatch.setattr("composition.release.ReleaseRun", lambda *a, **k: pytest.fail("generation must not start"))
     assert main(["build", "--out", "/proc/exbind", "--quiet"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("build refused: cannot write the export at /proc/exbind: ")
@@ -351,7 +400,7 @@ def test_unwritable_out_fails_before_generation(capsys, monkeypatch):
 
 
 def test_out_under_a_file_names_the_file(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr("exbind.ReleaseRun", lambda *a, **k: pytest.fail("generation must not start"))
+    monkeypatch.setattr("composition.release.ReleaseRun", lambda *a, **k: pytest.fail("generation must not start"))
     afile = tmp_path / "somefile.txt"
     afile.write_text("x")
     assert main(["build", "--out", str(afile / "sub"), "--quiet"]) == 2
