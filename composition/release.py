@@ -243,7 +243,8 @@ class ReleaseRun:
 
     def records(self) -> Iterator[tuple[str, ExBindRecord]]:
         """``(config, record)`` for every row of every built config, in release order within
-        each config; each record's row is already serialized (``record.to_row()``).
+        each config (``legacy_bridge`` rows come as soon as the conversion is done, between
+        latents); each record's row is already serialized (``record.to_row()``).
 
         Raises:
             RuntimeError: the run was closed before its rows were read.
@@ -254,7 +255,16 @@ class ReleaseRun:
         if latents is None:
             raise RuntimeError("this ReleaseRun was closed; build a new one")
         summary = ReleaseSummary(self.configs)
+
+        def legacy_rows():
+            units, self.legacy_eligibility = legacy.get()
+            for rec, check in units:
+                summary.add_visible("legacy_bridge", check)
+                yield "legacy_bridge", rec
+                self._tick()
+
         try:
+            legacy_done = False
             for g in latents:
                 summary.add_latent(g)
                 for config, check in g.visible.items():
@@ -264,11 +274,11 @@ class ReleaseRun:
                     if config in self.configs:
                         yield config, rec
                 self._tick()
-            units, self.legacy_eligibility = legacy()
-            for rec, check in units:
-                summary.add_visible("legacy_bridge", check)
-                yield "legacy_bridge", rec
-                self._tick()
+                if not legacy_done and legacy.ready():  # written while the workers still generate
+                    legacy_done = True
+                    yield from legacy_rows()
+            if not legacy_done:
+                yield from legacy_rows()
         finally:
             self.close()
         self.gate_tables, self.suite_checks, failures = summary.finish()
@@ -283,19 +293,31 @@ class ReleaseRun:
     def _start_legacy(self, pool):
         """Start converting the legacy records: in a pool worker (rendering there, serially,
         through the PNG cache) while the other workers generate latents, or here without a
-        pool. Returns a function that waits for ``([(record, visible check)], eligibility)``,
-        the rows serialized and checked by the visible oracle in the pool
-        (:func:`composition.plans._legacy_unit`), and raises what the conversion raised. The
-        legacy config is fixed in size (not scaled), so holding it is bounded."""
+        pool. Returns a result with ``ready()`` and ``get()`` (a pool ``AsyncResult``);
+        ``get()`` waits for ``([(record, visible check)], eligibility)``, the rows serialized
+        and checked by the visible oracle in the pool (:func:`composition.plans._legacy_unit`),
+        and raises what the conversion raised. The legacy config is fixed in size (not
+        scaled), so holding it is bounded."""
         if "legacy_bridge" not in self.configs:
-            return lambda: ([], {})
+            return _Done(([], {}))
         if pool is None:
-            units = _convert_legacy(self.legacy_path, self.rows_only)
-            return lambda: units
+            return _Done(_convert_legacy(self.legacy_path, self.rows_only))
         if cache_enabled():  # the legacy pictures render on every worker first; the conversion reads them cached
             pool.map_async(_render_into_cache, list(dict.fromkeys(inp.svg for inp in self.legacy_inputs)), chunksize=1)
-        pending = pool.apply_async(_convert_legacy, (self.legacy_path, self.rows_only))  # queued before any latent
-        return pending.get
+        return pool.apply_async(_convert_legacy, (self.legacy_path, self.rows_only))  # queued before any latent
+
+
+class _Done:
+    """A result that is already there (``ready()`` / ``get()`` as a pool ``AsyncResult``)."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def ready(self) -> bool:
+        return True
+
+    def get(self):
+        return self.value
 
 
 def _render_into_cache(svg: str) -> None:

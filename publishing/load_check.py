@@ -88,11 +88,18 @@ def load_problems(export_dir: Path, configs: Iterable[str], infos: DatasetInfosD
                                rows.get(config)))
             workers = _worker_count(processes, len(tasks))
             if workers > 1:  # workers that ignore Ctrl-C (the build reports it once), stopped in bounded time
+                # largest config first (its Parquet bytes), so no worker is left with a big one at the end
+                size = [sum(f.stat().st_size for f in (Path(export_dir) / "data" / task[1]).glob("*.parquet"))
+                        for task in tasks]
+                order = sorted(range(len(tasks)), key=lambda i: -size[i])
                 pool = worker_pool(workers)
                 try:
-                    results = pool.map(_load_one, tasks, chunksize=1)
+                    done = pool.map(_load_one, [tasks[i] for i in order], chunksize=1)
                 finally:
                     stop_pool(pool)
+                results = [None] * len(tasks)
+                for i, problems in zip(order, done):
+                    results[i] = problems
             else:
                 results = [_load_one(task) for task in tasks]
     finally:

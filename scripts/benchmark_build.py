@@ -8,8 +8,9 @@ Rows:
 
 - ``build --processes 1`` and ``--processes 2``, each with a cold and a warm render cache
   (``EXBIND_CACHE_DIR`` pointed at a fresh folder, then reused), against the floor: cairosvg
-  rendering of the same distinct SVG documents alone, serially, in this process; and the
-  command as a user types it, ``python exbind.py build --quiet``, cold and warm;
+  rendering of the same distinct SVG documents alone, serially, in this process (median of
+  three); and the command as a user types it, ``python exbind.py build --quiet``, cold and
+  warm, three times each (medians and ranges);
 - sized text builds (``--configs`` the four text configs, ``--scale 2``: 1,440 rows, and
   ``--scale 139``: 100,080 rows): peak RSS of the main process and of the largest worker,
   and time per row of the streamed generate-gate-write phase (first row to last) and of the
@@ -30,6 +31,7 @@ import argparse
 import hashlib
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -58,7 +60,8 @@ class Timed(ReleaseRun):
             yield item
         marks["last"] = time.perf_counter()
 t0 = time.perf_counter()
-export_release({out!r}, lambda: Timed(processes={processes}, scale={scale}, configs={configs}), show_progress=False)
+export_release({out!r}, lambda: Timed(processes={processes}, scale={scale}, configs={configs}, rows_only=True),
+               show_progress=False)
 t1 = time.perf_counter()
 # VmHWM, not ru_maxrss: ru_maxrss survives fork + exec, so it would count the benchmark's own memory
 hwm_kib = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:"))
@@ -94,8 +97,9 @@ def run_cli_build(out: Path, cache: Path) -> float:
     return time.perf_counter() - t0
 
 
-def render_floor() -> tuple[float, int]:
-    """Seconds to rasterize the release's distinct SVGs alone (serially), and their count."""
+def render_floor(repeats: int = 3) -> tuple[list[float], int]:
+    """Seconds to rasterize the release's distinct SVGs alone (serially), once per repeat,
+    and their count."""
     from composition.release import build_release
     from generator.render import rasterize_uncached as rasterize
 
@@ -106,10 +110,13 @@ def render_floor() -> tuple[float, int]:
             svg = getattr(rec.case, "render_svg", None)
             if svg is not None:
                 svgs.setdefault(hashlib.sha256(svg.encode()).hexdigest(), svg)
-    t0 = time.perf_counter()
-    for svg in svgs.values():
-        rasterize(svg)
-    return time.perf_counter() - t0, len(svgs)
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for svg in svgs.values():
+            rasterize(svg)
+        times.append(time.perf_counter() - t0)
+    return times, len(svgs)
 
 
 def gate_table_scaling(sizes=(4_000, 16_000)) -> None:
@@ -138,16 +145,22 @@ def gate_table_scaling(sizes=(4_000, 16_000)) -> None:
 
 
 def report_release_builds(rows: list, cli: dict) -> None:
-    """Print the default-release builds next to the rendering floor."""
-    floor, n_svgs = render_floor()
-    print(f"floor: cairosvg alone on the release's {n_svgs} distinct SVGs, serially: {floor:6.2f} s")
+    """Print the default-release builds next to the rendering floor (medians of the repeats)."""
+    floors, n_svgs = render_floor()
+    floor = statistics.median(floors)
+    print(f"floor: cairosvg alone on the release's {n_svgs} distinct SVGs, serially: {floor:6.2f} s "
+          f"(median of {len(floors)}: {min(floors):.2f}-{max(floors):.2f} s)")
     for processes, state, r in rows:
         print(f"build --processes {processes}, {state} render cache: export {r['total_s']:6.2f} s "
               f"= {r['total_s'] / floor:.2f}x the floor (target <= 2x); whole command incl. interpreter start "
               f"and imports {r['command_s']:6.2f} s = {r['command_s'] / floor:.2f}x; {r['rows']} rows; "
               f"peak RSS main {r['main_mib']:.0f} MiB, largest worker {r['worker_mib']:.0f} MiB")
-    print(f"python exbind.py build --quiet (default processes), cold render cache: {cli['cold']:6.2f} s = "
-          f"{cli['cold'] / floor:.2f}x the floor; warm: {cli['warm']:6.2f} s = {cli['warm'] / floor:.2f}x")
+    for state in ("cold", "warm"):
+        times = cli[state]
+        median = statistics.median(times)
+        print(f"python exbind.py build --quiet (default processes), {state} render cache: {median:6.2f} s = "
+              f"{median / floor:.2f}x the floor (target <= 2x; median of {len(times)} runs: "
+              f"{min(times):.2f}-{max(times):.2f} s = {min(times) / floor:.2f}-{max(times) / floor:.2f}x)")
     by = {(p, s): r["total_s"] for p, s, r in rows}
     print(f"--processes 2 / --processes 1 (export): cold {by[(2, 'cold')] / by[(1, 'cold')]:.2f}, "
           f"warm {by[(2, 'warm')] / by[(1, 'warm')]:.2f} (target < 1)")
@@ -159,6 +172,8 @@ def main() -> None:
                         help="scale of the large text build (139: 100,080 rows; 0 skips the sized builds)")
     parser.add_argument("--sized-only", action="store_true", help="only the sized text builds")
     parser.add_argument("--skip-report", action="store_true", help="skip the report row (benchmark_report.py)")
+    parser.add_argument("--cli-repeats", type=int, default=3,
+                        help="runs of the command as typed, cold and warm (medians are printed; default 3)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="exbind-bench-") as tmp:
         tmp = Path(tmp)
@@ -168,7 +183,10 @@ def main() -> None:
             for state in ("cold", "warm"):
                 rows.append((processes, state, run_build(tmp / f"out-{processes}-{state}", processes, cache=cache)))
         if rows:
-            cli = {state: run_cli_build(tmp / f"cli-{state}", tmp / "cache-cli") for state in ("cold", "warm")}
+            cli: dict = {"cold": [], "warm": []}
+            for k in range(args.cli_repeats):  # a fresh render cache for each cold run, then reused warm
+                for state in ("cold", "warm"):
+                    cli[state].append(run_cli_build(tmp / f"cli-{k}-{state}", tmp / f"cache-cli-{k}"))
             report_release_builds(rows, cli)
             gate_table_scaling()
             if not args.skip_report:
