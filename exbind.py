@@ -26,6 +26,7 @@ half a second of imports) is loaded, and the imports overlap the generation.
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import signal
 import sys
@@ -283,6 +284,9 @@ def console_main() -> None:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         code = 141
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the work is done: Ctrl-C during shutdown changes nothing
+    # The collections at interpreter shutdown walk every object the libraries created (about
+    # 0.15 s once datasets is imported); frozen objects are skipped, and the process ends anyway.
+    gc.freeze()
     sys.exit(code)
 
 
