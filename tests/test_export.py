@@ -25,11 +25,13 @@ def _files(folder: Path) -> dict[str, str]:
     return {p.relative_to(folder).as_posix(): sha256_file(p) for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
-def test_two_builds_are_byte_identical_whatever_the_process_count(export_dir, tmp_path):
+@pytest.mark.parametrize("processes, rows_only", [(1, False), (2, True)])
+def test_two_builds_are_byte_identical_whatever_the_process_count(export_dir, tmp_path, processes, rows_only):
     # the session export is the in-memory release generated with the default processes; this
-    # one streams every row to its shard from a single process
+    # one streams every row to its shard from one process, or from two workers that send rows
+    # only, as the build command does
     other = tmp_path / "exbind"
-    export_release(other, lambda: ReleaseRun(processes=1), show_progress=False)
+    export_release(other, lambda: ReleaseRun(processes=processes, rows_only=rows_only), show_progress=False)
     assert _files(other) == _files(export_dir)
 
 
