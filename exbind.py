@@ -69,16 +69,19 @@ def main(argv: list[str] | None = None) -> int:
                            formatter_class=argparse.RawDescriptionHelpFormatter,
                            epilog="example:\n  python exbind.py build --out ./exbind\n")
     build.add_argument("--out", default="exbind", help="export folder (default ./exbind); replaced atomically")
-    build.add_argument("--processes", type=int, default=None, help="generation processes (output is identical)")
+    build.add_argument("--processes", type=int, default=None,
+                       help="generation processes, 1 to 4 per CPU (default: one per CPU, at most 4; "
+                            "the output is identical)")
     build.add_argument("--quiet", action="store_true", help="print only the export path")
     build.add_argument("--no-report", action="store_true",
                        help="print only the composition and gate tables, not the baseline and predictor tables "
                             "(those take about 3 s with a warm embedding cache, 7-10 s cold)")
     build.add_argument("--seed", type=int, default=None,
-                       help="build a variant release from this seed (labelled in the manifest and card; "
-                            "default: the release seeds)")
+                       help="build a variant release from this seed, 0 to 2**64-1 (labelled in the manifest and "
+                            "card; default: the release seeds)")
     build.add_argument("--scale", type=int, default=1, metavar="K",
-                       help="K times the paper's counts in every generated config (a labelled variant when K > 1)")
+                       help="K times the paper's counts in every generated config, 1 to 1000 (default 1; a "
+                            "labelled variant when K > 1)")
     build.add_argument("--configs", default=None, metavar="A,B",
                        help="build only these configs (comma-separated; a labelled variant), e.g. the text configs "
                             "targeted_table,targeted_table_permuted,targeted_table_column_metadata,targeted_hierarchy")
@@ -112,7 +115,9 @@ def main(argv: list[str] | None = None) -> int:
         add_run_model_parser(sub)
         add_push_arguments(sub)
         add_show_parser(sub)
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # the subcommand's own usage line (build does not load the other subcommands)
+        sub.choices[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
 
     if args.command in ("score", "predict", "run-model"):
         from publishing.export import ExportIntegrityError, verify_export

@@ -102,8 +102,10 @@ def check_configs(configs: Optional[Iterable[str]]) -> tuple[str, ...]:
         return CONFIGS
     wanted = set(configs)
     unknown = sorted(wanted - set(CONFIGS))
-    if unknown or not wanted:
-        raise ValueError(f"configs: unknown {unknown or 'empty list'}; choose from {', '.join(CONFIGS)}")
+    if not wanted:
+        raise ValueError(f"configs: the list is empty; name at least one of {', '.join(CONFIGS)}")
+    if unknown:
+        raise ValueError(f"configs: unknown {unknown}; choose from {', '.join(CONFIGS)}")
     if wanted == {"legacy_bridge"}:
         raise ValueError("configs: legacy_bridge alone is no benchmark task (fixed cached outputs, never "
                          "reseeded or scaled); add a generated config, e.g. legacy_bridge,broad")

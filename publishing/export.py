@@ -47,7 +47,7 @@ from publishing.shards import ROW_GROUP_SIZE, ConfigShardWriter, sha256_file  # 
 from generator.records import FEATURES, GENERATOR_VERSION, canonical_row_bytes
 from composition.release import CONFIGS, Release, ReleaseRun
 from publishing.swap import (MANIFEST_NAME, BuildInterrupted, ExportBusyError, ExportPathError,  # noqa: F401
-                             check_export_target, clean_stale, export_lock, install, make_staging_dir,
+                             check_export_target, clean_stale, export_lock, install, make_staging_dir, staging_path,
                              resolve_out)
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -182,10 +182,17 @@ def export_release(out_dir: Path, get_release: Callable[[], ReleaseSource], show
         clean_stale(out_dir)
         check_export_target(out_dir)
         state: dict = {}
-        tmp = make_staging_dir(out_dir)
+        tmp = staging_path(out_dir)
         try:
+            make_staging_dir(out_dir, tmp)
             manifest = _write_export(tmp, out_dir, get_release, show_progress)
-            install(tmp, out_dir, state)
+            try:
+                install(tmp, out_dir, state)
+            except OSError as exc:  # e.g. an immutable folder: the checked export cannot be renamed into place
+                if state.get("installed"):
+                    raise
+                raise ExportPathError(f"cannot put the new export at {out_dir} ({exc.strerror}); the new export "
+                                      "was discarded; choose another --out") from None
         except KeyboardInterrupt:
             shutil.rmtree(tmp, ignore_errors=True)  # the unfinished new export, or the old one after the exchange
             raise BuildInterrupted(out_dir, state.get("installed", False)) from None

@@ -110,9 +110,10 @@ def check_export_target(out_dir: os.PathLike | str) -> Path:
 
     Raises:
         ExportPathError: when the path contains the working folder or this repository, is
-            a symbolic link, an existing file or under one, or is a non-empty folder that is not exactly a previous export
-            (no or unparsable ``exbind_manifest.json``, or files the manifest does not list;
-            the message names them).
+            a symbolic link, a mount point, an existing file or under one, lies inside another
+            export, or is a non-empty folder that is not exactly a previous export (no or
+            unparsable ``exbind_manifest.json``, or files the manifest does not list; the
+            message names them).
     """
     out = resolve_out(out_dir)
     protected = {Path.cwd().resolve(), REPO_ROOT}
@@ -125,6 +126,13 @@ def check_export_target(out_dir: os.PathLike | str) -> Path:
                               "pass the folder itself")
     if out.exists() and not out.is_dir():
         raise ExportPathError(f"--out {out_dir!s} is an existing file; choose a folder path")
+    if out.is_dir() and os.path.ismount(out):  # the finished export is renamed into place
+        raise ExportPathError(f"--out {out_dir!s} is a mount point, which a build cannot replace (it renames the "
+                              f"finished export into place); choose a folder inside it, e.g. {out / 'exbind'}")
+    for parent in out.parents:  # writing inside another export would add files its manifest does not list
+        if (parent / MANIFEST_NAME).is_file() and (parent / "README.md").is_file():
+            raise ExportPathError(f"--out {out_dir!s} is inside the ExBind export {parent}; choose a folder "
+                                  "outside it")
     blocker = blocking_file(out.parent)
     if blocker is not None:
         raise ExportPathError(cannot_write("--out", out_dir, f"{blocker} is not a directory"))
@@ -238,9 +246,16 @@ def _token() -> str:
     return f"{os.getpid()}-{secrets.token_hex(4)}"
 
 
-def make_staging_dir(out: Path) -> Path:
-    """A new empty sibling ``.<name>.tmp-<pid>-<token>`` of ``out``, with the user's umask."""
-    path = out.with_name(f".{out.name}.tmp-{_token()}")
+def staging_path(out: Path) -> Path:
+    """A new name for the staging sibling of ``out``: ``.<name>.tmp-<pid>-<token>``."""
+    return out.with_name(f".{out.name}.tmp-{_token()}")
+
+
+def make_staging_dir(out: Path, path: Optional[Path] = None) -> Path:
+    """Create the empty staging folder ``path`` (default a new :func:`staging_path`) with the
+    user's umask and return it. A caller that must clean up after Ctrl-C names the path first,
+    so an interrupt between the ``mkdir`` and the return leaves nothing it does not know."""
+    path = staging_path(out) if path is None else path
     os.mkdir(path)
     return path
 

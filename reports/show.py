@@ -190,5 +190,6 @@ def run(args) -> int:
         print(f"show: {cannot_write('--png', png_path, exc.strerror or type(exc).__name__)}")
         return 2
     if png is not None:
-        print(f"wrote {png} (candidate boxes; gold green, wrong prediction red)")
+        legend = "gold green, wrong prediction red" if args.prediction is not None else "gold green"
+        print(f"wrote {png} (candidate boxes; {legend})")
     return 0

@@ -10,6 +10,7 @@ uses the session export."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import hashlib
 import inspect
@@ -420,3 +421,63 @@ def test_export_folder_follows_the_umask(tmp_path, fake_writer):
         assert stat.S_IMODE(out.stat().st_mode) == 0o750
     finally:
         os.umask(old)
+
+
+# --------------------------------------------------------------------------- places a build cannot replace
+
+
+@pytest.mark.skipif(not os.path.ismount("/proc"), reason="needs /proc mounted")
+def test_a_mount_point_is_refused_before_generation():
+    with pytest.raises(ExportPathError, match=r"^--out /proc is a mount point, which a build cannot replace .*"
+                                              r"choose a folder inside it, e\.g\. /proc/exbind$"):
+        check_export_target("/proc")
+
+
+def test_an_out_inside_another_export_is_refused(tmp_path, capsys, monkeypatch):
+    outer = tmp_path / "exbind"
+    outer.mkdir()
+    _write_fake(outer, "outer")
+    monkeypatch.setattr("composition.release.ReleaseRun", lambda *a, **k: pytest.fail("generation must not start"))
+    assert main(["build", "--out", str(outer / "data" / "nested"), "--quiet"]) == 2
+    assert capsys.readouterr().err == (f"build refused: --out {outer}/data/nested is inside the ExBind export "
+                                       f"{outer}; choose a folder outside it\n")
+    assert _label(outer) == "outer" and sorted(p.name for p in outer.iterdir()) == ["README.md", "data",
+                                                                                  MANIFEST_NAME]
+
+
+def test_an_export_that_cannot_be_renamed_into_place_is_one_line_and_discarded(tmp_path, capsys, monkeypatch,
+                                                                               fake_writer):
+    out = tmp_path / "exbind"
+    out.mkdir()  # empty, as an empty volume or an immutable folder
+    fake_writer.append("new")
+
+    def busy(staged, target, state=None):
+        raise OSError(errno.EBUSY, os.strerror(errno.EBUSY), str(staged))
+
+    monkeypatch.setattr(export_mod, "install", busy)
+    monkeypatch.setattr("composition.release.ReleaseRun", _NoRun)
+    assert main(["build", "--out", str(out), "--quiet"]) == 2
+    assert capsys.readouterr().err == (f"build refused: cannot put the new export at {out} (Device or resource "
+                                       "busy); the new export was discarded; choose another --out\n")
+    assert list(out.iterdir()) == [] and _siblings(out) == [".exbind.lock", "exbind"]
+
+
+def test_ctrl_c_right_after_the_staging_folder_is_made_leaves_no_folder(tmp_path, monkeypatch):
+    out = tmp_path / "exbind"
+
+    def made_then_interrupted(target, path=None):
+        os.mkdir(path)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(export_mod, "make_staging_dir", made_then_interrupted)
+    with pytest.raises(BuildInterrupted):
+        export_release(out, lambda: pytest.fail("no generation"), show_progress=False)
+    assert _siblings(out) == [".exbind.lock"]
+
+
+def test_an_unknown_build_option_shows_the_build_usage(capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["build", "--bogus"])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and err.startswith("usage: exbind.py build [-h] [--out OUT]")
+    assert err.rstrip().endswith("exbind.py build: error: unrecognized arguments: --bogus")
