@@ -190,6 +190,8 @@ def _build(args: argparse.Namespace, build: argparse.ArgumentParser) -> int:
 
     # Ctrl-C inside a C callback (cairo writing a PNG) is swallowed there and resurfaces as a
     # render error; the flag lets every refusal path report it as the interrupt it was.
+    # SIGTERM and SIGHUP (`timeout`, a batch scheduler's time limit, a closed terminal) stop the
+    # build the same way: the staging folder is removed and the workers stopped.
     interrupted: list[int] = []
 
     def _on_sigint(signum, frame):
@@ -202,7 +204,8 @@ def _build(args: argparse.Namespace, build: argparse.ArgumentParser) -> int:
             return
         hook(unraisable)
 
-    previous_handler = signal.signal(signal.SIGINT, _on_sigint)
+    stopping = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    previous_handlers = {signum: signal.signal(signum, _on_sigint) for signum in stopping}
     previous_hook, sys.unraisablehook = sys.unraisablehook, _on_unraisable
     run = None
     try:
@@ -218,14 +221,15 @@ def _build(args: argparse.Namespace, build: argparse.ArgumentParser) -> int:
             datasets.disable_progress_bars()
             manifest = export_release(Path(args.out), lambda: run, show_progress=not args.quiet)
     except (Exception, KeyboardInterrupt) as exc:
-        status = _build_stopped(exc, bool(interrupted), out)
+        status = _build_stopped(exc, interrupted[0] if interrupted else None, out)
         if status is None:
             raise
         return status
     finally:
         if run is not None:
             run.close()
-        signal.signal(signal.SIGINT, previous_handler)
+        for signum, handler in previous_handlers.items():
+            signal.signal(signum, handler)
         sys.unraisablehook = previous_hook
     variant = f" (variant release {manifest['release_version']})" if manifest.get("variant") else ""
     if not args.quiet:
@@ -241,23 +245,28 @@ def _build(args: argparse.Namespace, build: argparse.ArgumentParser) -> int:
     return 0
 
 
-def _build_stopped(exc: BaseException, interrupted: bool, out: Path) -> int | None:
+def _build_stopped(exc: BaseException, signum: int | None, out: Path) -> int | None:
     """Print the one line for a build that stopped on ``exc`` and return its exit status:
-    130 for Ctrl-C (also when it surfaced as another error), 2 for a refusal (unusable
-    ``--out``, another build holding the lock, a bad legacy file, a failed gate, suite check
-    or export check). None for anything else (a bug: the caller re-raises it). Every
-    message says what became of the previous export at ``out``."""
+    128 + the signal number for a stopping signal (``signum``: SIGINT gives 130, SIGTERM 143;
+    also when the signal surfaced as another error; a bare KeyboardInterrupt counts as
+    SIGINT), 2 for a refusal (unusable ``--out``, another build holding the lock, a full disk,
+    a bad legacy file, a failed gate, suite check or export check). None for anything else (a
+    bug: the caller re-raises it). Every message says what became of the previous export at
+    ``out``."""
     from composition.release import SuiteCheckError
     from generator.legacy.bridge import NoEligibleLegacyRecords
     from generator.legacy.converter import LegacyRecordError
     from publishing.swap import BuildInterrupted, ExportPathError, kept_export
 
-    if isinstance(exc, BuildInterrupted):
-        print(exc.message(), file=sys.stderr)
-        return 130
-    if isinstance(exc, KeyboardInterrupt):  # before the staging folder existed
-        print(f"build interrupted; {kept_export(out)}", file=sys.stderr)
-        return 130
+    if isinstance(exc, KeyboardInterrupt):
+        signum = signum or signal.SIGINT
+    if signum is not None:
+        name = "" if signum == signal.SIGINT else f" by {signal.Signals(signum).name}"
+        if isinstance(exc, BuildInterrupted):
+            print(exc.message(name), file=sys.stderr)
+        else:
+            print(f"build interrupted{name}; {kept_export(out)}", file=sys.stderr)
+        return 128 + signum
     if isinstance(exc, (LegacyRecordError, NoEligibleLegacyRecords, SuiteCheckError, ExportPathError)):
         refusal = f"build refused: {exc}"
         if not isinstance(exc, ExportPathError):  # an unusable --out or a held lock touched nothing
@@ -268,9 +277,6 @@ def _build_stopped(exc: BaseException, interrupted: bool, out: Path) -> int | No
         if not isinstance(exc, CardCheckError):
             return None
         refusal = f"build refused: the export failed its checks; {kept_export(out)}\n{exc}"
-    if interrupted:
-        print(f"build interrupted; {kept_export(out)}", file=sys.stderr)
-        return 130
     print(refusal, file=sys.stderr)
     return 2
 

@@ -225,9 +225,13 @@ def build_gc():
         gc.unfreeze()
 
 
-def _ignore_sigint() -> None:
-    """Pool initializer: Ctrl-C reaches the parent only, which stops the pool (no worker tracebacks)."""
+def _worker_signals() -> None:
+    """Pool initializer: Ctrl-C reaches the parent only, which stops the pool; SIGTERM (how
+    the pool stops its workers) and SIGHUP end a worker quietly, whatever handler the parent
+    had installed when it forked (no worker tracebacks)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
 def default_processes(processes: Optional[int] = None) -> int:
@@ -255,7 +259,7 @@ def imap_ordered(fn, items: list, processes: Optional[int] = None, chunksize: in
 def worker_pool(processes: int):
     """A fork pool of ``processes`` workers that ignore Ctrl-C (the parent stops the pool
     with :func:`stop_pool`)."""
-    return get_context("fork").Pool(processes, initializer=_ignore_sigint)
+    return get_context("fork").Pool(processes, initializer=_worker_signals)
 
 
 def stop_pool(pool, timeout: float = 10.0) -> None:

@@ -87,6 +87,14 @@ def release_label(variant: Optional[dict]) -> str:
     return label
 
 
+def config_name_error(option: str, name: Optional[str]) -> Optional[str]:
+    """The one-line refusal of a command-line config name that is not in :data:`CONFIGS`
+    (``option`` names the flag, e.g. ``--config``); None for a known name or None."""
+    if name is None or name in CONFIGS:
+        return None
+    return f"{option} {name!r} is not an ExBind config; choose from {', '.join(CONFIGS)}"
+
+
 def check_configs(configs: Optional[Iterable[str]]) -> tuple[str, ...]:
     """The configs to build, in export order (all of :data:`CONFIGS` for None).
 
@@ -391,4 +399,5 @@ def build_release(processes: Optional[int] = None, progress=None, broad_seed: in
 
 __all__ = ["GENERATOR_VERSION", "CONFIGS", "RELEASE_VERSION", "Release", "ReleaseRun", "SuiteCheckError",
            "build_release", "broad_plans", "targeted_plans", "generate_latent", "generate_all", "generate_unit",
-           "case_rng", "release_label", "variant_seeds", "check_configs", "hierarchy_depth_balance"]
+           "case_rng", "release_label", "variant_seeds", "check_configs", "config_name_error",
+           "hierarchy_depth_balance"]

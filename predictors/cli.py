@@ -17,6 +17,7 @@ import argparse
 import sys
 from typing import Optional
 
+from composition.release import config_name_error
 from generator.files import OutputPathError, cannot_write, check_output_path
 from predictors import DEFAULT_FUSE, DEFAULT_SEED, PREDICTORS, load_config_rows, predict, write_jsonl
 
@@ -58,6 +59,9 @@ def add_arguments(subparsers) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     """Execute a parsed ``predict`` command; returns the exit status (0 or 2)."""
+    if config_name_error("--config", args.config):
+        print(f"predict: {config_name_error('--config', args.config)}", file=sys.stderr)
+        return 2
     try:
         check_output_path("--out", args.out, export=args.export)
     except OutputPathError as exc:

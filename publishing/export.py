@@ -27,6 +27,7 @@ Guarantees:
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -47,8 +48,8 @@ from publishing.shards import ROW_GROUP_SIZE, ConfigShardWriter, sha256_file  # 
 from generator.records import FEATURES, GENERATOR_VERSION, canonical_row_bytes
 from composition.release import CONFIGS, Release, ReleaseRun
 from publishing.swap import (MANIFEST_NAME, BuildInterrupted, ExportBusyError, ExportPathError,  # noqa: F401
-                             check_export_target, clean_stale, export_lock, install, make_staging_dir, staging_path,
-                             resolve_out)
+                             check_export_target, clean_stale, export_lock, install, kept_export, make_staging_dir,
+                             resolve_out, staging_path)
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CARD_TEMPLATE = Path(__file__).resolve().parent / "dataset_card.md"
@@ -185,7 +186,13 @@ def export_release(out_dir: Path, get_release: Callable[[], ReleaseSource], show
         tmp = staging_path(out_dir)
         try:
             make_staging_dir(out_dir, tmp)
-            manifest = _write_export(tmp, out_dir, get_release, show_progress)
+            try:
+                manifest = _write_export(tmp, out_dir, get_release, show_progress)
+            except OSError as exc:
+                if exc.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+                    raise
+                raise ExportPathError(f"cannot write the export at {out_dir}: {os.strerror(exc.errno)}; "
+                                      f"{kept_export(out_dir)}; free some space or choose another --out") from None
             try:
                 install(tmp, out_dir, state)
             except OSError as exc:  # e.g. an immutable folder: the checked export cannot be renamed into place
@@ -232,9 +239,13 @@ def _write_export(tmp: Path, out_dir: Path, get_release: Callable[[], ReleaseSou
             counters[config][(row["format"], row["condition"])] += 1
             if not isinstance(rel, ReleaseRun):
                 progress.update(1)
+        data_files = {c: writers[c].close(tmp) for c in configs}
+    except BaseException:
+        for writer in writers.values():  # no Parquet writer left to fail again when collected
+            writer.abort()
+        raise
     finally:
         progress.close()
-    data_files = {c: writers[c].close(tmp) for c in configs}
     infos = {c: _dataset_info(c, rel, writers[c], tmp) for c in configs}
     counts = {c: {"rows": writers[c].rows, "by_format_condition": _counts(counters[c])} for c in configs}
     record_hashes = {c: writers[c].records_sha256 for c in configs}

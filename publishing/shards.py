@@ -103,6 +103,17 @@ class ConfigShardWriter:
             self.writer = None
         self.shard_row_count = self.shard_byte_count = 0
 
+    def abort(self) -> None:
+        """Drop the buffered rows and the open shard after a failure (the caller removes the
+        staging folder); an error closing the shard (a full disk) is ignored here."""
+        self.buffer = []
+        writer, self.writer = self.writer, None
+        if writer is not None:
+            try:
+                writer.close()
+            except OSError:
+                pass
+
     def close(self, export_root: Path) -> list[str]:
         """Write the last row group, name every shard ``test-<k>-of-<n>-<sha256[:16]>.parquet``
         and return their paths relative to ``export_root``. A config without rows gets one

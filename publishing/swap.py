@@ -404,8 +404,8 @@ class BuildInterrupted(KeyboardInterrupt):
         super().__init__(str(out_dir))
         self.out_dir, self.installed = out_dir, installed
 
-    def message(self) -> str:
-        """One line for the user (the command exits 130)."""
+    def message(self, by: str = "") -> str:
+        """One line for the user; ``by`` names a signal other than Ctrl-C (``" by SIGTERM"``)."""
         if self.installed:
-            return f"build interrupted after the new export was installed at {self.out_dir}"
-        return f"build interrupted; {kept_export(self.out_dir)}"
+            return f"build interrupted{by} after the new export was installed at {self.out_dir}"
+        return f"build interrupted{by}; {kept_export(self.out_dir)}"

@@ -141,12 +141,11 @@ def run(args: argparse.Namespace) -> int:
     if args.compare_config and args.compare is None:
         print("error: --compare-config needs --compare (the second predictions file)", file=sys.stderr)
         return 2
-    from composition.release import CONFIGS
+    from composition.release import config_name_error
 
     for option, name in (("--config", args.config), ("--compare-config", args.compare_config)):
-        if name is not None and name not in CONFIGS:
-            print(f"error: {option} {name!r} is not an ExBind config; choose from {', '.join(CONFIGS)}",
-                  file=sys.stderr)
+        if config_name_error(option, name):
+            print(f"error: {config_name_error(option, name)}", file=sys.stderr)
             return 2
     if eval_results_argument_error(args):
         print(f"error: {eval_results_argument_error(args)}", file=sys.stderr)
@@ -213,6 +212,15 @@ def _write_outputs(report: dict, args: argparse.Namespace) -> int:
 
 def _run_folders(args: argparse.Namespace) -> int:
     """``score --run DIR`` / ``score --compare-runs DIR_A DIR_B`` (:mod:`reports.run_reports`)."""
+    inputs = [option for name, option in (("config", "--config"), ("predictions", "--predictions"),
+                                          ("inspect_log", "--inspect-log"), ("compare", "--compare"),
+                                          ("compare_config", "--compare-config"))
+              if getattr(args, name, None) is not None]
+    if inputs:  # a run folder names its own configs and predictions
+        print(f"error: {', '.join(inputs)} cannot be combined with --run / --compare-runs (a run folder holds "
+              "its configs and predictions); score a predictions file alone with --config and --predictions",
+              file=sys.stderr)
+        return 2
     unused = [option for name, option, _ in _OUTPUTS if name != "json" and getattr(args, name, None) is not None]
     if unused:
         print(f"error: {', '.join(unused)} not written with --run / --compare-runs (only --json is); "

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Optional
 
 from exbind_scoring import score_prediction
+from composition.release import config_name_error
 from generator.files import OutputPathError, cannot_write, check_output_path, write_bytes_atomic
 
 GOLD_COLOUR = (0, 160, 0)
@@ -69,12 +70,15 @@ def find_case(export: str | os.PathLike, case_id: str, config: Optional[str] = N
                        f"{configs[0]!r}, split='test')['case_id'][:5])\"")
 
 
-def describe(row: dict, prediction: Optional[str] = None) -> tuple[str, Optional[dict]]:
+def describe(row: dict, prediction: Optional[str] = None,
+             coordinate_frame: Optional[str] = None) -> tuple[str, Optional[dict]]:
     """The text ``exbind show`` prints for one row, and the scored record (or ``None``).
 
     Args:
         row: a dataset row (``instruction``, ``candidates``, ``gold``, ``reference``, ...).
         prediction: a raw model output to score against the row, or ``None``.
+        coordinate_frame: the frame of a click prediction (``"pixel"``, ``"unit"`` or
+            ``"thousand"``; :func:`exbind_scoring.score_prediction`), never guessed.
     """
     lines = [
         f"case: {row['case_id']}  format: {row['format']}  family: {row['family']}  "
@@ -87,7 +91,7 @@ def describe(row: dict, prediction: Optional[str] = None) -> tuple[str, Optional
     lines.append(f"gold: {row['gold']}  (gold rank {row['gold_rank']} of {len(row['candidates'])})")
     record = None
     if prediction is not None:
-        record = score_prediction(prediction, row["reference"])
+        record = score_prediction(prediction, row["reference"], coordinate_frame=coordinate_frame)
         lines += [
             f"prediction: {prediction!r}",
             f"status: {record['status']}  parse path: {record['parse_path']}"
@@ -142,9 +146,23 @@ def add_parser(sub) -> argparse.ArgumentParser:
     show.add_argument("--config", default=None, help="config to look in (default: search every config)")
     show.add_argument("--export", default="exbind", help="export folder (default ./exbind)")
     show.add_argument("--prediction", default=None, help="a raw model output to score against the case")
+    show.add_argument("--coordinate-frame", choices=("pixel", "unit", "thousand"), default=None,
+                      help="frame of a click prediction ({\"x\": .., \"y\": ..}); never guessed")
     show.add_argument("--png", default=None,
                       help="where to write the annotated PNG of a rendered case (default ./<case_id>.png)")
     return show
+
+
+def _other_file(path: str) -> bool:
+    """Whether ``path`` is an existing file that is not a PNG (``show`` replaces only PNGs:
+    a mistyped ``--png preds.jsonl`` must not destroy the predictions)."""
+    if not os.path.isfile(path):  # absent, or not a regular file (the write refuses those)
+        return False
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(8) != b"\x89PNG\r\n\x1a\n"
+    except OSError:  # unreadable: the write reports it
+        return False
 
 
 def run(args) -> int:
@@ -157,8 +175,15 @@ def run(args) -> int:
         except OutputPathError as exc:
             print(f"show: {exc}")
             return 2
+    png_path = args.png or f"{args.case_id}.png"
+    if _other_file(png_path):
+        print(f"show: --png {png_path} exists and is not a PNG; refusing to replace it (choose another path)")
+        return 2
     if not (Path(args.export) / "exbind_manifest.json").is_file():
         print(f"show: {args.export!r} is not an ExBind export; build one with: exbind build --out {args.export}")
+        return 2
+    if config_name_error("--config", args.config):
+        print(f"show: {config_name_error('--config', args.config)}")
         return 2
     datasets.disable_progress_bars()
     from publishing.export import ExportIntegrityError, export_configs, verify_export
@@ -181,9 +206,8 @@ def run(args) -> int:
               f"check it with: exbind score --config <config> --predictions <file> --export {args.export} "
               f"(it verifies every file), or rebuild it with: exbind build --out {args.export}")
         return 2
-    text, record = describe(row, args.prediction)
+    text, record = describe(row, args.prediction, args.coordinate_frame)
     print(f"config: {config}\n{text}")
-    png_path = args.png or f"{args.case_id}.png"
     try:
         png = draw_boxes(row, record, png_path)
     except OSError as exc:  # the default ./<case_id>.png, or a path that turned unwritable after the check

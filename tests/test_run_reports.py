@@ -124,6 +124,9 @@ def test_score_run_and_compare_runs(export_dir, first_candidate_run, tmp_path, c
     assert exbind_main(["score", "--run", str(REPO / "runs" / "smollm2-135m-instruct"), "--export",
                         str(export_dir)]) == 0
     assert "targeted_table" in capsys.readouterr().out
+    assert exbind_main(["score", "--run", str(REPO / "runs" / "smollm2-135m-instruct"), "--export",
+                        str(export_dir), "--config", "broad"]) == 2  # not silently dropped
+    assert capsys.readouterr().err.startswith("error: --config cannot be combined with --run / --compare-runs")
 
     result = compare_runs(REPO / "runs" / "smollm2-135m-instruct", first_candidate_run, export_dir, resamples=2000)
     assert (result["only_a"], result["only_b"]) == (["broad", "targeted_hierarchy"], [])

@@ -121,3 +121,43 @@ def test_show_on_a_damaged_export_is_one_line(export_dir, tmp_path, capsys):
         f"show: {out}: 1 file(s) do not match exbind_manifest.json: {rel} (SHA-256 differs from the manifest: "
         f"modified or corrupted since the build); refusing to read the export. Restore the files or rebuild it "
         f"with `python exbind.py build --out {out}`\n")
+
+
+def test_show_refuses_to_replace_a_file_that_is_not_a_png(export_dir, tmp_path, capsys):
+    preds = tmp_path / "preds.jsonl"
+    preds.write_text('{"case_id": "x", "output": "{}"}\n')
+    assert main(["show", "broad_relational_0000__svg", "--export", str(export_dir), "--png", str(preds)]) == 2
+    assert capsys.readouterr().out == (f"show: --png {preds} exists and is not a PNG; refusing to replace it "
+                                       "(choose another path)\n")
+    assert preds.read_text() == '{"case_id": "x", "output": "{}"}\n'
+    png = tmp_path / "old.png"  # an earlier picture is replaced
+    assert main(["show", "broad_relational_0000__svg", "--export", str(export_dir), "--png", str(png)]) == 0
+    assert main(["show", "broad_relational_0000__svg", "--export", str(export_dir), "--png", str(png)]) == 0
+    assert capsys.readouterr().out.rstrip().endswith(f"wrote {png} (candidate boxes; gold green)")
+
+
+def test_show_scores_a_click_in_the_frame_given(export_dir, tmp_path, capsys):
+    _, row = find_case(export_dir, "broad_relational_0000__svg", "broad")
+    gold = json.loads(row["gold"])["target_id"]
+    (box,) = [c["bbox"] for c in row["candidates"] if c["candidate_id"] == gold]
+    x, y, w, h = box
+    click = json.dumps({"x": x + w // 2, "y": y + h // 2})
+    text, record = describe(row, click)
+    assert record["status"] == "invalid" and "no coordinate frame given" in record["reason"]
+    text, record = describe(row, click, "pixel")
+    assert (record["status"], record["scores"]["exact"], record["predicted"]) == ("valid", 1, {"target_id": gold})
+    assert main(["show", "broad_relational_0000__svg", "--export", str(export_dir), "--prediction", click,
+                 "--coordinate-frame", "pixel", "--png", str(tmp_path / "c.png")]) == 0
+    assert "scores: candidate_valid=1, identity=1, attribute=1, anchor=1, relation=1, exact=1" in \
+        capsys.readouterr().out
+
+
+def test_an_unknown_config_is_one_line_in_show_and_predict(export_dir, tmp_path, capsys):
+    known = "choose from broad, paired, targeted_table, targeted_hierarchy, targeted_table_permuted, " \
+            "targeted_table_column_metadata, legacy_bridge\n"
+    assert main(["show", "x", "--config", "nope", "--export", str(export_dir)]) == 2
+    assert capsys.readouterr().out == "show: --config 'nope' is not an ExBind config; " + known
+    assert main(["predict", "--config", "nope", "--predictor", "random", "--export", str(export_dir),
+                 "--out", str(tmp_path / "p.jsonl")]) == 2
+    assert capsys.readouterr().err == "predict: --config 'nope' is not an ExBind config; " + known
+    assert not (tmp_path / "p.jsonl").exists()

@@ -481,3 +481,43 @@ def test_an_unknown_build_option_shows_the_build_usage(capsys):
     err = capsys.readouterr().err
     assert stop.value.code == 2 and err.startswith("usage: exbind.py build [-h] [--out OUT]")
     assert err.rstrip().endswith("exbind.py build: error: unrecognized arguments: --bogus")
+
+
+def test_sigterm_stops_a_build_like_ctrl_c_and_removes_its_staging_folder(tmp_path):
+    """`timeout`, a batch scheduler's time limit or a closed terminal: status 128 + signal."""
+    out = tmp_path / "exbind"
+    proc = subprocess.Popen([sys.executable, "exbind.py", "build", "--out", str(out), "--processes", "2", "--quiet"],
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while not any(p.name.startswith(".exbind.tmp-") for p in tmp_path.iterdir()):  # generating
+        assert proc.poll() is None and time.time() < deadline
+        time.sleep(0.05)
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=120)
+    assert (proc.returncode, stdout, stderr) == (143, "", f"build interrupted by SIGTERM; nothing was written to {out}\n")
+    assert _siblings(out) == [".exbind.lock"]
+
+
+def test_a_full_disk_is_one_line_and_keeps_the_previous_export(tmp_path, capsys, monkeypatch, fake_writer):
+    out = tmp_path / "exbind"
+    fake_writer.append("old")
+    export_release(out, lambda: None, show_progress=False)
+    monkeypatch.undo()  # the real writer again
+    import publishing.shards as shards
+
+    calls = []
+
+    def add(self, row, canonical=None):
+        calls.append(1)
+        if len(calls) == 50:
+            raise OSError(errno.ENOSPC, "Error writing bytes to file. Detail: [errno 28] No space left on device")
+        return original(self, row, canonical)
+
+    original = shards.ConfigShardWriter.add
+    monkeypatch.setattr(shards.ConfigShardWriter, "add", add)
+    assert main(["build", "--out", str(out), "--configs", "targeted_hierarchy", "--processes", "1", "--quiet"]) == 2
+    assert capsys.readouterr().err == (f"build refused: cannot write the export at {out}: No space left on device; "
+                                       f"the previous export at {out} is untouched; free some space or choose "
+                                       "another --out\n")
+    assert _label(out) == "old" and _siblings(out) == [".exbind.lock", "exbind"]
