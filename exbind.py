@@ -165,6 +165,8 @@ def _build(args: argparse.Namespace, build: argparse.ArgumentParser) -> int:
     from composition.release import ReleaseRun, check_configs
     from publishing.swap import ExportPathError, check_export_target, export_lock, resolve_out
 
+    if not args.out.strip():
+        build.error("--out is empty; name the export folder, e.g. --out ./exbind")
     max_processes = 4 * (os.cpu_count() or 1)
     if args.processes is not None and not 1 <= args.processes <= max_processes:
         build.error(f"--processes must be an integer from 1 to {max_processes} (4 per CPU), got {args.processes}")

@@ -41,7 +41,7 @@ def identity_fields(export_dir, config: str) -> dict:
 
 
 def check_prediction_identity(lines: Sequence[Mapping], config: str, expected_hash: Optional[str],
-                              source: str = "predictions") -> dict:
+                              source: str = "predictions", config_option: str = "--config") -> dict:
     """Refuse predictions made on another config or build.
 
     Args:
@@ -49,6 +49,8 @@ def check_prediction_identity(lines: Sequence[Mapping], config: str, expected_ha
         config: the config being scored.
         expected_hash: the export's records hash of ``config`` (None: not checked).
         source: the file name, for messages.
+        config_option: the option that names ``config`` (``--config``, or ``--compare-config``
+            for the second file of a comparison), for the fix the message suggests.
 
     Returns:
         ``{"with_identity": n, "without_identity": n}`` (lines carrying ``config``, and
@@ -68,7 +70,7 @@ def check_prediction_identity(lines: Sequence[Mapping], config: str, expected_ha
         if got_config is not None and got_config != config:
             raise PredictionIdentityError(
                 f"{source}: case {line.get('case_id')!r} was predicted on config {got_config!r}, not {config!r} "
-                f"(score it with --config {got_config}, or rerun the model on {config})")
+                f"(score it with {config_option} {got_config}, or rerun the model on {config})")
         if got_hash is not None and expected_hash is not None and got_hash != expected_hash:
             raise PredictionIdentityError(
                 f"{source}: case {line.get('case_id')!r} was predicted on another build of {config!r}: "

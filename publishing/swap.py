@@ -78,14 +78,19 @@ def resolve_out(out_dir: os.PathLike | str) -> Path:
 
 
 def _unexpected_entries(folder: Path, listed: set[str]) -> list[str]:
-    """Paths under ``folder`` (relative, POSIX) that are not regular files listed in ``listed``."""
+    """Paths under ``folder`` (relative, POSIX) that are not regular files listed in ``listed``,
+    and empty folders that hold no listed file (``notes/``: a user's, which a build would delete)."""
+    kept = {"/".join(rel.split("/")[:i]) for rel in listed for i in range(1, rel.count("/") + 1)}
     bad = []
     for root, dirs, files in os.walk(folder, followlinks=False):
         for name in list(dirs):
             path = Path(root, name)
+            rel = path.relative_to(folder).as_posix()
             if path.is_symlink():
-                bad.append(path.relative_to(folder).as_posix())
+                bad.append(rel)
                 dirs.remove(name)
+            elif rel not in kept and not any(os.scandir(path)):
+                bad.append(rel + "/")
         for name in files:
             path = Path(root, name)
             rel = path.relative_to(folder).as_posix()

@@ -72,7 +72,9 @@ def run_configs(run_dir) -> dict[str, dict]:
     """
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
-        raise RunReportError(f"{run_dir}: run folder not found")
+        what = "is not a folder" if run_dir.exists() else "run folder not found"
+        raise RunReportError(f"{run_dir}: {what} (a run folder holds the <config>/manifest.json "
+                             "files that run-model writes)")
     out = {}
     for sub in sorted(p for p in run_dir.iterdir() if (p / "manifest.json").is_file()):
         manifest = json.loads((sub / "manifest.json").read_text(encoding="utf-8"))

@@ -143,11 +143,13 @@ def read_predictions(path: Path, option: str = "--predictions") -> dict[str, str
     return out
 
 
-def check_file_identity(path: Path, config: str, export_dir: Path) -> dict:
+def check_file_identity(path: Path, config: str, export_dir: Path, config_option: str = "--config") -> dict:
     """Refuse a predictions file made on another config or another build (issue 10 item 5).
 
     Lines carrying ``config`` / ``records_hash`` must name ``config`` and the export's
     ``canonical_records_sha256[config]``; lines without them (the older format) pass.
+    ``config_option`` is the option the suggested fix names (``--compare-config`` for the
+    second file of a comparison).
 
     Returns:
         :func:`publishing.prediction_identity.check_prediction_identity`'s counts.
@@ -162,7 +164,7 @@ def check_file_identity(path: Path, config: str, export_dir: Path) -> dict:
                 obj = json.loads(line)
                 lines.append({k: obj.get(k) for k in ("case_id", *IDENTITY_FIELDS)})
     try:
-        return check_prediction_identity(lines, config, records_hash(export_dir, config), str(path))
+        return check_prediction_identity(lines, config, records_hash(export_dir, config), str(path), config_option)
     except PredictionIdentityError as exc:
         raise ScoreInputError(str(exc)) from None
 
@@ -325,7 +327,7 @@ def build_report(config: str, export_dir: Path, predictions_path: Path, *, compa
         if not predictions and not allow_missing:
             raise ScoreInputError(f"{path}: empty predictions file (no case id); nothing was predicted "
                                   "(pass --allow-missing to score every case as unresolved)")
-        check_file_identity(path, cfg, export_dir)
+        check_file_identity(path, cfg, export_dir, "--compare-config" if option == "--compare" else "--config")
         case_ids, references = load_config(export_dir, cfg, cache_dir)
         scored = score_cases(case_ids, references, predictions, allow_unknown, cfg, coordinate_frame)
         return {

@@ -312,6 +312,10 @@ def test_cli_predict_writes_scoreable_file(rows, export_dir, tmp_path, capsys):
     err = capsys.readouterr().err
     assert ("case 'targeted_table_compact_0000__table' was predicted on config 'targeted_table', not "
             "'targeted_table_column_metadata' (score it with --config targeted_table") in err
+    # as the second file of a comparison, the fix names --compare-config
+    assert exbind_main(["score", "--config", "targeted_table", "--predictions", str(out), "--compare", str(out),
+                        "--compare-config", "targeted_table_column_metadata", "--export", str(export_dir)]) == 2
+    assert "(score it with --compare-config targeted_table, or rerun" in capsys.readouterr().err
     # Another build of the same config (another records hash) is refused too.
     other = tmp_path / "other.jsonl"
     lines = read_jsonl(out)

@@ -146,5 +146,7 @@ def test_score_run_and_compare_runs(export_dir, first_candidate_run, tmp_path, c
     assert json.loads((tmp_path / "cmp.json").read_text())["configs"]["targeted_table"]["paired"]["parents"] == 120
     assert exbind_main(["score", "--run", str(tmp_path / "missing"), "--export", str(export_dir)]) == 2
     assert "run folder not found" in capsys.readouterr().err
+    assert exbind_main(["score", "--run", str(tmp_path / "cmp.json"), "--export", str(export_dir)]) == 2
+    assert f"{tmp_path / 'cmp.json'}: is not a folder (a run folder holds" in capsys.readouterr().err
     assert exbind_main(["score", "--export", str(export_dir)]) == 2
     assert "score needs --config and --predictions" in capsys.readouterr().err

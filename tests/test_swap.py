@@ -521,3 +521,18 @@ def test_a_full_disk_is_one_line_and_keeps_the_previous_export(tmp_path, capsys,
                                        f"the previous export at {out} is untouched; free some space or choose "
                                        "another --out\n")
     assert _label(out) == "old" and _siblings(out) == [".exbind.lock", "exbind"]
+
+
+def test_an_empty_folder_of_the_user_inside_an_export_is_not_deleted(tmp_path, capsys, monkeypatch):
+    out = tmp_path / "exbind"
+    out.mkdir()
+    _write_fake(out, "old")
+    (out / "notes").mkdir()
+    with pytest.raises(ExportPathError, match=r"holds 1 file\(s\) its exbind_manifest.json does not list: notes/;"):
+        check_export_target(out)
+    (out / "notes").rmdir()
+    (out / "data" / "extra").mkdir()  # inside the export's own folders too
+    with pytest.raises(ExportPathError, match=r"does not list: data/extra/;"):
+        check_export_target(out)
+    (out / "data" / "extra").rmdir()
+    assert check_export_target(out) == out  # the export's own folders are not flagged
