@@ -14,6 +14,7 @@ import yaml
 import publishing.export as export_module
 from exbind import release
 from publishing.export import MANIFEST_NAME, export_release, sha256_file, verify_manifest
+from publishing.swap import ExportPathError
 from publishing.shards import ConfigShardWriter
 from composition.release import CONFIGS, ReleaseRun, build_release
 
@@ -140,7 +141,8 @@ def test_failed_build_leaves_the_previous_export_untouched(export_dir, tmp_path,
             super().add(row, canonical)
 
     monkeypatch.setattr(export_module, "ConfigShardWriter", FailsOnThirdConfig)
-    with pytest.raises(OSError, match="No space left"):
+    with pytest.raises(ExportPathError, match=f"^cannot write the export at {out}: No space left on device; the "
+                                              f"previous export at {out} is untouched; free some space"):
         export_release(out, release, show_progress=False)
     assert _files(out) == before
     assert sorted(p.name for p in tmp_path.iterdir()) == [".exbind.lock", "exbind"]  # the lock file stays
