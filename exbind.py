@@ -196,7 +196,7 @@ def _build(args: argparse.Namespace, build: argparse.ArgumentParser) -> int:
     # build the same way: the staging folder is removed and the workers stopped.
     interrupted: list[int] = []
 
-    def _on_sigint(signum, frame):
+    def _on_stop_signal(signum, frame):
         interrupted.append(signum)
         raise KeyboardInterrupt
 
@@ -207,7 +207,7 @@ def _build(args: argparse.Namespace, build: argparse.ArgumentParser) -> int:
         hook(unraisable)
 
     stopping = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-    previous_handlers = {signum: signal.signal(signum, _on_sigint) for signum in stopping}
+    previous_handlers = {signum: signal.signal(signum, _on_stop_signal) for signum in stopping}
     previous_hook, sys.unraisablehook = sys.unraisablehook, _on_unraisable
     run = None
     try:
