@@ -195,8 +195,11 @@ def _build(args: argparse.Namespace, build: argparse.ArgumentParser) -> int:
     # SIGTERM and SIGHUP (`timeout`, a batch scheduler's time limit, a closed terminal) stop the
     # build the same way: the staging folder is removed and the workers stopped.
     interrupted: list[int] = []
+    main_pid = os.getpid()
 
     def _on_stop_signal(signum, frame):
+        if os.getpid() != main_pid:  # a pool worker forked before its initializer reset the handlers
+            os._exit(128 + signum)
         interrupted.append(signum)
         raise KeyboardInterrupt
 

@@ -208,6 +208,8 @@ def run(args) -> int:
         return 2
     text, record = describe(row, args.prediction, args.coordinate_frame)
     print(f"config: {config}\n{text}")
+    if record is not None and args.coordinate_frame is None and record.get("kind") == "click":
+        print("hint: this prediction is a click; pass --coordinate-frame pixel|unit|thousand to score it")
     try:
         png = draw_boxes(row, record, png_path)
     except OSError as exc:  # the default ./<case_id>.png, or a path that turned unwritable after the check

@@ -147,6 +147,10 @@ def test_show_scores_a_click_in_the_frame_given(export_dir, tmp_path, capsys):
     text, record = describe(row, click, "pixel")
     assert (record["status"], record["scores"]["exact"], record["predicted"]) == ("valid", 1, {"target_id": gold})
     assert main(["show", "broad_relational_0000__svg", "--export", str(export_dir), "--prediction", click,
+                 "--png", str(tmp_path / "c.png")]) == 0
+    assert "hint: this prediction is a click; pass --coordinate-frame pixel|unit|thousand to score it" in \
+        capsys.readouterr().out
+    assert main(["show", "broad_relational_0000__svg", "--export", str(export_dir), "--prediction", click,
                  "--coordinate-frame", "pixel", "--png", str(tmp_path / "c.png")]) == 0
     assert "scores: candidate_valid=1, identity=1, attribute=1, anchor=1, relation=1, exact=1" in \
         capsys.readouterr().out
