@@ -79,7 +79,8 @@ def latent_facts(g) -> dict:
     "depths": [(format, 1 + target path length) per record]}`` (the first record's case).
     """
     records = g.records
-    facts = {"conditions": [rec.condition for rec in records], "gold_ranks": [rec.gold_rank() for rec in records]}
+    facts = {"conditions": [rec.condition for rec in records],
+             "gold_ranks": [rec.to_row()["gold_rank"] for rec in records]}  # serialized once, kept
     case = records[0].case
     if g.plan.family == "table":
         facts["target_column"] = case.target.column

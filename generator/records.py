@@ -299,7 +299,7 @@ class RowRecord:
     What a pool worker sends back for an export instead of the whole :class:`ExBindRecord`
     (the case, its candidates and meanings): unpickling those objects was a fifth of the
     build's main-process time. ``to_row()`` and ``canonical_line()`` answer as the record's
-    did; ``condition``, ``group_id`` and ``format`` are read from the row.
+    did; ``condition`` and ``group_id`` are read from the row.
     """
 
     __slots__ = ("row", "line")
@@ -325,10 +325,6 @@ class RowRecord:
     @property
     def group_id(self) -> Optional[str]:
         return self.row["group_id"]
-
-    @property
-    def format(self) -> str:
-        return self.row["format"]
 
 
 def _candidate_payload(c: Candidate) -> dict:

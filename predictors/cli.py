@@ -59,8 +59,9 @@ def add_arguments(subparsers) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     """Execute a parsed ``predict`` command; returns the exit status (0 or 2)."""
-    if config_name_error("--config", args.config):
-        print(f"predict: {config_name_error('--config', args.config)}", file=sys.stderr)
+    config_error = config_name_error("--config", args.config)
+    if config_error:
+        print(f"predict: {config_error}", file=sys.stderr)
         return 2
     try:
         check_output_path("--out", args.out, export=args.export)

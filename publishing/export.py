@@ -48,8 +48,8 @@ from publishing.shards import ROW_GROUP_SIZE, ConfigShardWriter, sha256_file  # 
 from generator.records import FEATURES, GENERATOR_VERSION, canonical_row_bytes
 from composition.release import CONFIGS, Release, ReleaseRun
 from publishing.swap import (MANIFEST_NAME, BuildInterrupted, ExportBusyError, ExportPathError,  # noqa: F401
-                             check_export_target, clean_stale, export_lock, install, kept_export, make_staging_dir,
-                             resolve_out, staging_path)
+                             check_export_target, clean_stale, export_lock, install, kept_export, resolve_out,
+                             staging_path)
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CARD_TEMPLATE = Path(__file__).resolve().parent / "dataset_card.md"
@@ -185,7 +185,7 @@ def export_release(out_dir: Path, get_release: Callable[[], ReleaseSource], show
         state: dict = {}
         tmp = staging_path(out_dir)
         try:
-            make_staging_dir(out_dir, tmp)
+            os.mkdir(tmp)
             try:
                 manifest = _write_export(tmp, out_dir, get_release, show_progress)
             except OSError as exc:

@@ -252,17 +252,10 @@ def _token() -> str:
 
 
 def staging_path(out: Path) -> Path:
-    """A new name for the staging sibling of ``out``: ``.<name>.tmp-<pid>-<token>``."""
+    """A new name for the staging sibling of ``out``: ``.<name>.tmp-<pid>-<token>``; the caller
+    creates it (``os.mkdir``, the user's umask) after keeping the name, so that Ctrl-C between
+    the two leaves nothing it does not know of."""
     return out.with_name(f".{out.name}.tmp-{_token()}")
-
-
-def make_staging_dir(out: Path, path: Optional[Path] = None) -> Path:
-    """Create the empty staging folder ``path`` (default a new :func:`staging_path`) with the
-    user's umask and return it. A caller that must clean up after Ctrl-C names the path first,
-    so an interrupt between the ``mkdir`` and the return leaves nothing it does not know."""
-    path = staging_path(out) if path is None else path
-    os.mkdir(path)
-    return path
 
 
 @contextlib.contextmanager

@@ -144,8 +144,9 @@ def run(args: argparse.Namespace) -> int:
     from composition.release import config_name_error
 
     for option, name in (("--config", args.config), ("--compare-config", args.compare_config)):
-        if config_name_error(option, name):
-            print(f"error: {config_name_error(option, name)}", file=sys.stderr)
+        config_error = config_name_error(option, name)
+        if config_error:
+            print(f"error: {config_error}", file=sys.stderr)
             return 2
     if eval_results_argument_error(args):
         print(f"error: {eval_results_argument_error(args)}", file=sys.stderr)

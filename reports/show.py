@@ -156,11 +156,15 @@ def add_parser(sub) -> argparse.ArgumentParser:
 def _other_file(path: str) -> bool:
     """Whether ``path`` is an existing file that is not a PNG (``show`` replaces only PNGs:
     a mistyped ``--png preds.jsonl`` must not destroy the predictions)."""
+    from PIL import Image, UnidentifiedImageError
+
     if not os.path.isfile(path):  # absent, or not a regular file (the write refuses those)
         return False
     try:
-        with open(path, "rb") as fh:
-            return fh.read(8) != b"\x89PNG\r\n\x1a\n"
+        with Image.open(path) as image:  # reads the header only
+            return image.format != "PNG"
+    except UnidentifiedImageError:
+        return True
     except OSError:  # unreadable: the write reports it
         return False
 
@@ -182,8 +186,9 @@ def run(args) -> int:
     if not (Path(args.export) / "exbind_manifest.json").is_file():
         print(f"show: {args.export!r} is not an ExBind export; build one with: exbind build --out {args.export}")
         return 2
-    if config_name_error("--config", args.config):
-        print(f"show: {config_name_error('--config', args.config)}")
+    config_error = config_name_error("--config", args.config)
+    if config_error:
+        print(f"show: {config_error}")
         return 2
     datasets.disable_progress_bars()
     from publishing.export import ExportIntegrityError, export_configs, verify_export

@@ -56,7 +56,7 @@ def test_a_rows_only_run_yields_the_rows_lines_and_tables_of_a_full_run():
     assert (slim.gate_tables, slim.suite_checks, slim.latent_counts) == (full.gate_tables, full.suite_checks,
                                                                          full.latent_counts)
     first = got[0][1]
-    assert (first.condition, first.group_id, first.format) == (first.row["condition"], None, "table")
+    assert (first.condition, first.group_id, first.row["format"]) == (first.row["condition"], None, "table")
 
 
 def test_build_gc_freezes_and_restores_and_nests():

@@ -33,7 +33,7 @@ from exbind import main
 from publishing import swap
 from publishing.export import BuildInterrupted, export_release, verify_manifest
 from publishing.swap import (MANIFEST_NAME, ExportBusyError, ExportPathError, check_export_target, clean_stale,
-                            export_lock, install, make_staging_dir)
+                            export_lock, install)
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -210,7 +210,8 @@ def test_exchange_replaces_the_export_and_leaves_nothing_behind(tmp_path, monkey
     out = tmp_path / "exbind"
     out.mkdir()
     _write_fake(out, "old")
-    staged = make_staging_dir(out)
+    staged = swap.staging_path(out)
+    staged.mkdir()
     _write_fake(staged, "new")
     state = {}
     install(staged, out, state)
@@ -258,7 +259,8 @@ _KILL_SCRIPT = textwrap.dedent("""
 """)
 _KILL_SCRIPT_MAIN = textwrap.dedent("""
     with swap.export_lock(out):
-        staged = swap.make_staging_dir(out)
+        staged = swap.staging_path(out)
+        staged.mkdir()
         _write_fake(staged, "new")
         swap.install(staged, out)
 """)
@@ -465,11 +467,14 @@ def test_an_export_that_cannot_be_renamed_into_place_is_one_line_and_discarded(t
 def test_ctrl_c_right_after_the_staging_folder_is_made_leaves_no_folder(tmp_path, monkeypatch):
     out = tmp_path / "exbind"
 
-    def made_then_interrupted(target, path=None):
-        os.mkdir(path)
-        raise KeyboardInterrupt
+    real_mkdir = os.mkdir
 
-    monkeypatch.setattr(export_mod, "make_staging_dir", made_then_interrupted)
+    def made_then_interrupted(path, *args, **kwargs):
+        real_mkdir(path, *args, **kwargs)
+        if Path(path).name.startswith(".exbind.tmp-"):  # the staging folder, just made
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "mkdir", made_then_interrupted)
     with pytest.raises(BuildInterrupted):
         export_release(out, lambda: pytest.fail("no generation"), show_progress=False)
     assert _siblings(out) == [".exbind.lock"]
